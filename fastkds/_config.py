@@ -1,0 +1,43 @@
+"""Thread control and memory-budget defaults shared by the wrappers."""
+
+from contextlib import contextmanager
+
+import numba
+
+#: Bytes of working memory a chunk may use by default (codes buffer + data copy).
+CHUNK_MEMORY_BUDGET = 64 * 2**20
+
+
+def effective_n_jobs(n_jobs):
+    """Map scikit-learn style ``n_jobs`` to a Numba thread count.
+
+    ``None`` and ``-1`` mean all threads Numba was started with; ``-2`` all but
+    one, and so on; a positive value is capped at that maximum.
+    """
+    max_threads = numba.config.NUMBA_NUM_THREADS
+    if n_jobs is None:
+        return max_threads
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int):
+        raise TypeError(f"n_jobs must be an int or None, got {n_jobs!r}")
+    if n_jobs == 0:
+        raise ValueError("n_jobs == 0 has no meaning; use None, -1 or a positive int")
+    if n_jobs < 0:
+        return max(1, max_threads + 1 + n_jobs)
+    return min(n_jobs, max_threads)
+
+
+@contextmanager
+def numba_threads(n_jobs):
+    """Run the enclosed kernels on ``n_jobs`` Numba threads, then restore."""
+    previous = numba.get_num_threads()
+    numba.set_num_threads(effective_n_jobs(n_jobs))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(previous)
+
+
+def default_chunk_size(n_features, n_atoms, itemsize):
+    """Rows per chunk so that a chunk's dense codes and data fit the budget."""
+    per_row = (n_atoms * 2 + n_features + 4) * itemsize
+    return int(min(1 << 17, max(1024, CHUNK_MEMORY_BUDGET // per_row)))

@@ -1,0 +1,286 @@
+"""Numba CPU kernels: simplex projection, the KDS encoder, CSR assembly and
+sufficient statistics.
+
+Conventions (SPEC sections 1-5): rows are points. Every kernel is generic in
+the floating dtype (float32 or float64). Numba types a Python float literal as
+float64, which would silently promote float32 arithmetic, so kernels take their
+constants from a typed array ``ks = arange(m + 1, dtype)``: ``ks[0]`` is zero,
+``ks[1]`` is one and ``ks[k]`` is ``k`` as a float of the working dtype.
+
+Parallel kernels split the points into fixed blocks of ``BLOCK`` rows, so the
+work each point gets, and the order of every reduction, does not depend on the
+number of threads: results are bitwise identical for any ``n_jobs``.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+#: Points per parallel work item. Fixed (not derived from the thread count) so
+#: that results do not depend on how many threads run.
+BLOCK = 256
+
+
+# --------------------------------------------------------------------------
+# Projection onto the probability simplex
+# --------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _simplex_threshold_sorted(v, ks):
+    """Threshold tau of the projection of ``v`` by the sorted method (SPEC 3).
+
+    The reference: sort descending, cumulative sums, rho = the largest j with
+    ``u_j - (c_j - 1) / j > 0``.
+    """
+    one = ks[1]
+    u = np.sort(v)[::-1]
+    c = ks[0]
+    c_rho = u[0] - u[0]
+    rho = 1
+    for j in range(v.shape[0]):
+        c += u[j]
+        if u[j] - (c - one) / ks[j + 1] > 0:
+            rho = j + 1
+            c_rho = c
+    return (c_rho - one) / ks[rho]
+
+
+@njit(cache=True, nogil=True)
+def _simplex_threshold_michelot(v, ks, cand):
+    """Threshold tau of the projection of ``v`` by Michelot's method.
+
+    Every output is at most 1, so only entries above ``max(v) - 1`` can be in
+    the support: they are gathered into ``cand`` (scratch of length m) and
+    Michelot's iteration ``tau = (sum_{v_j > tau} v_j - 1) / #{v_j > tau}``
+    runs on them alone. Started from any superset of the support, tau rises
+    monotonically to the exact threshold, the same as the sorted method's.
+    Rounding can make the count flip back and forth in float32, hence the cap
+    of m + 1 passes (written as ``while going``: Numba 0.68 miscompiled a
+    ``while True`` form of such a loop).
+    """
+    m = v.shape[0]
+    one = ks[1]
+    vmax = v[0]
+    for j in range(1, m):
+        if v[j] > vmax:
+            vmax = v[j]
+    floor = vmax - one
+    s = ks[0]
+    k = 0
+    for j in range(m):
+        if v[j] > floor:
+            cand[k] = v[j]
+            s += v[j]
+            k += 1
+    tau = (s - one) / ks[k]
+    passes = 0
+    going = True
+    while going:
+        s = ks[0]
+        k_new = 0
+        for q in range(k):
+            if cand[q] > tau:
+                cand[k_new] = cand[q]
+                s += cand[q]
+                k_new += 1
+        passes += 1
+        if k_new == k or k_new == 0 or passes > m:
+            going = False
+        else:
+            k = k_new
+            tau = (s - one) / ks[k]
+    return tau
+
+
+@njit(parallel=True, cache=True)
+def project_simplex_rows(V, out, ks, sorted_method):
+    """Project every row of ``V`` onto the probability simplex, into ``out``."""
+    n, m = V.shape
+    zero = ks[0]
+    for i in prange(n):
+        if sorted_method:
+            tau = _simplex_threshold_sorted(V[i], ks)
+        else:
+            tau = _simplex_threshold_michelot(V[i], ks, np.empty(m, dtype=V.dtype))
+        for j in range(m):
+            x = V[i, j] - tau
+            out[i, j] = x if x > zero else zero
+
+
+# --------------------------------------------------------------------------
+# Encoder: accelerated projected gradient in Gram form (SPEC 3)
+# --------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, c, dist, v, z, cand, zidx, sidx):
+    """Encode one point; returns its objective f(x; y, W).
+
+    ``b = W y`` (m), ``yy = ||y||^2``, ``G = W W^T``, ``ww = diag(G)``. The
+    gradient at z is ``z G + c`` with ``c = lam * dist - b`` and
+    ``dist_j = ||y - w_j||^2``. Only the nonzeros of z (kept in ``zidx``)
+    enter ``z G``, which makes an iteration O(m * nnz(z)) instead of O(m^2).
+    ``x`` receives the code; the other arrays are scratch of length m.
+    """
+    m = G.shape[0]
+    zero = ks[0]
+    one = ks[1]
+    half = one / (one + one)
+    for j in range(m):
+        dj = yy - (b[j] + b[j]) + ww[j]
+        if dj < zero:  # rounding in the expanded form
+            dj = zero
+        dist[j] = dj
+        c[j] = lam * dj - b[j]
+        x[j] = zero
+        z[j] = zero
+    nz = 0
+    for t in range(beta.shape[0]):
+        # v = z - alpha * (z G + c), with the sum over the support of z only
+        for j in range(m):
+            v[j] = -alpha * c[j]
+        for q in range(nz):
+            k = zidx[q]
+            a = z[k]
+            v[k] += a
+            a = alpha * a
+            for j in range(m):
+                v[j] -= a * G[k, j]
+        tau = _simplex_threshold_michelot(v, ks, cand)
+        bt = beta[t]
+        nz = 0
+        for j in range(m):
+            xn = v[j] - tau
+            if xn < zero:
+                xn = zero
+            zj = xn + bt * (xn - x[j])
+            x[j] = xn
+            z[j] = zj
+            if zj != zero:
+                zidx[nz] = j
+                nz += 1
+    # objective: 1/2 ||y - x W||^2 + lam * sum_j x_j dist_j, via the Gram form
+    ns = 0
+    for j in range(m):
+        if x[j] != zero:
+            sidx[ns] = j
+            ns += 1
+    rec = yy
+    loc = zero
+    for p in range(ns):
+        j = sidx[p]
+        xj = x[j]
+        rec -= (xj + xj) * b[j]
+        loc += xj * dist[j]
+        acc = zero
+        for q in range(ns):
+            k = sidx[q]
+            acc += x[k] * G[j, k]
+        rec += xj * acc
+    if rec < zero:
+        rec = zero
+    return half * rec + lam * loc
+
+
+@njit(parallel=True, cache=True)
+def encode_dense(B, yy, G, ww, alpha, lam, beta, ks, X, obj):
+    """Encode a chunk of points into dense codes ``X`` (n x m) and objectives.
+
+    Parameters
+    ----------
+    B : (n, m) array, ``Y W^T`` for the chunk (computed with BLAS by the caller).
+    yy : (n,) array, squared norms of the points.
+    G : (m, m) array, ``W W^T``; ``ww`` its diagonal.
+    alpha, lam : scalars of the working dtype.
+    beta : (T,) momentum coefficients ``t / (t + 3)``.
+    ks : ``arange(m + 1)`` in the working dtype (typed constants).
+    X, obj : outputs, (n, m) and (n,).
+    """
+    n, m = B.shape
+    n_blocks = (n + BLOCK - 1) // BLOCK
+    for blk in prange(n_blocks):
+        c = np.empty(m, dtype=B.dtype)
+        dist = np.empty(m, dtype=B.dtype)
+        v = np.empty(m, dtype=B.dtype)
+        z = np.empty(m, dtype=B.dtype)
+        cand = np.empty(m, dtype=B.dtype)
+        zidx = np.empty(m, dtype=np.int64)
+        sidx = np.empty(m, dtype=np.int64)
+        lo = blk * BLOCK
+        hi = min(lo + BLOCK, n)
+        for i in range(lo, hi):
+            obj[i] = _encode_point(
+                B[i], yy[i], G, ww, alpha, lam, beta, ks, X[i], c, dist, v, z, cand, zidx, sidx
+            )
+
+
+# --------------------------------------------------------------------------
+# CSR assembly (SPEC 4): count, prefix sum, fill
+# --------------------------------------------------------------------------
+
+
+@njit(parallel=True, cache=True)
+def count_row_nonzeros(X, counts):
+    """``counts[i]`` = number of nonzeros in row i of the dense codes ``X``."""
+    n, m = X.shape
+    for i in prange(n):
+        k = 0
+        for j in range(m):
+            if X[i, j] != 0:
+                k += 1
+        counts[i] = k
+
+
+@njit(parallel=True, cache=True)
+def fill_csr(X, indptr, indices, data):
+    """Second pass of CSR assembly: column indices ascending, no explicit zeros."""
+    n, m = X.shape
+    for i in prange(n):
+        p = indptr[i]
+        for j in range(m):
+            if X[i, j] != 0:
+                indices[p] = j
+                data[p] = X[i, j]
+                p += 1
+
+
+# --------------------------------------------------------------------------
+# Sufficient statistics (SPEC 5a): X^T X, s = X^T 1, X^T Y
+# --------------------------------------------------------------------------
+
+
+@njit(parallel=True, cache=True)
+def accumulate_statistics(indptr, indices, data, Y, n_parts, XtX, s, XtY):
+    """Add one chunk's ``X^T X``, ``X^T 1`` and ``X^T Y`` to float64 accumulators.
+
+    The rows are split into ``n_parts`` fixed ranges, each summed into its own
+    partial buffer in parallel; the partials are then added in order, so the
+    result does not depend on the number of threads.
+    """
+    n, d = Y.shape
+    m = s.shape[0]
+    pXtX = np.zeros((n_parts, m, m))
+    ps = np.zeros((n_parts, m))
+    pXtY = np.zeros((n_parts, m, d))
+    step = (n + n_parts - 1) // n_parts
+    for p in prange(n_parts):
+        lo = p * step
+        hi = min(lo + step, n)
+        for i in range(lo, hi):
+            a = indptr[i]
+            e = indptr[i + 1]
+            for q in range(a, e):
+                j = indices[q]
+                xj = np.float64(data[q])
+                ps[p, j] += xj
+                for r in range(a, e):
+                    pXtX[p, j, indices[r]] += xj * data[r]
+                for k in range(d):
+                    pXtY[p, j, k] += xj * Y[i, k]
+    for p in range(n_parts):
+        for j in range(m):
+            s[j] += ps[p, j]
+            for k in range(m):
+                XtX[j, k] += pXtX[p, j, k]
+            for k in range(d):
+                XtY[j, k] += pXtY[p, j, k]

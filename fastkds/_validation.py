@@ -1,0 +1,53 @@
+"""Input validation shared by the public functions and estimators."""
+
+import numbers
+
+import numpy as np
+from sklearn.utils import check_array
+
+FLOAT_DTYPES = (np.float64, np.float32)
+
+
+def check_data(Y, *, name="Y", min_samples=1):
+    """Validate a data matrix: 2-D, finite, float32/float64, C-contiguous.
+
+    Integer and boolean input becomes float64; float32 stays float32. The
+    caller's array is never modified (kernels only read it).
+    """
+    return check_array(
+        Y,
+        dtype=FLOAT_DTYPES,
+        order="C",
+        ensure_all_finite=True,
+        ensure_min_samples=min_samples,
+        input_name=name,
+    )
+
+
+def check_dictionary(W, n_features, dtype):
+    """Validate a dictionary (m x d) against the data's feature count."""
+    W = check_array(W, dtype=FLOAT_DTYPES, ensure_all_finite=True, input_name="dictionary")
+    if W.shape[1] != n_features:
+        raise ValueError(
+            f"dictionary has {W.shape[1]} features per atom but the data has {n_features}"
+        )
+    return np.ascontiguousarray(W, dtype=dtype)
+
+
+def check_positive_int(value, name):
+    """``value`` as an int >= 1, or a clear TypeError/ValueError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return int(value)
+
+
+def check_nonneg_float(value, name):
+    """``value`` as a finite float >= 0, or a clear TypeError/ValueError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not np.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be finite and >= 0, got {value}")
+    return value

@@ -1,0 +1,213 @@
+"""Encoding with a fixed dictionary: simplex projection, the KDS encoder and
+CSR assembly of the codes.
+
+The functions here validate, allocate and call the kernels of
+:mod:`fastkds._kernels`; the estimators build on them.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _kernels
+from ._config import default_chunk_size, numba_threads
+from ._validation import check_data, check_dictionary, check_nonneg_float, check_positive_int
+
+
+def typed_constants(m, dtype):
+    """``arange(m + 1)`` in ``dtype``: the kernels' typed constants (see _kernels)."""
+    return np.arange(m + 1, dtype=dtype)
+
+
+def momentum(n_iter, dtype):
+    """Momentum coefficients ``t / (t + 3)``, t = 0..T-1 (SPEC section 3)."""
+    t = np.arange(n_iter, dtype=np.float64)
+    return (t / (t + 3.0)).astype(dtype)
+
+
+def project_simplex(V, *, method="michelot", n_jobs=None):
+    """Project each row of ``V`` onto the probability simplex.
+
+    Parameters
+    ----------
+    V : array-like of shape (n, m) or (m,)
+        Vectors to project; float32 stays float32, anything else becomes float64.
+    method : {"michelot", "sorted"}, default="michelot"
+        ``"sorted"`` is the reference (full sort per row); ``"michelot"`` the
+        iterated threshold, O(m) per pass, with the same result.
+    n_jobs : int or None
+        Numba threads.
+
+    Returns
+    -------
+    X : ndarray of the shape of ``V``
+        ``X[i] = argmin_{x >= 0, sum(x) = 1} ||x - V[i]||``.
+    """
+    if method not in ("michelot", "sorted"):
+        raise ValueError(f"method must be 'michelot' or 'sorted', got {method!r}")
+    V = np.asarray(V)
+    one_d = V.ndim == 1
+    V2 = check_data(V.reshape(1, -1) if one_d else V, name="V", min_samples=1)
+    out = np.empty_like(V2)
+    with numba_threads(n_jobs):
+        _kernels.project_simplex_rows(
+            V2, out, typed_constants(V2.shape[1], V2.dtype), method == "sorted"
+        )
+    return out[0] if one_d else out
+
+
+class PreparedDictionary:
+    """A dictionary with what the encoder needs precomputed once.
+
+    Holds ``W`` (m x d) in the working dtype, ``G = W W^T``, its diagonal, the
+    step ``alpha = 1 / sigma_max(W)^2`` and the typed constants.
+
+    Parameters
+    ----------
+    W : ndarray of shape (m, d)
+    lam : float
+    n_iter : int
+    dtype : numpy dtype, float32 or float64
+    """
+
+    def __init__(self, W, lam, n_iter, dtype):
+        self.dtype = np.dtype(dtype)
+        W64 = np.asarray(W, dtype=np.float64)
+        G64 = W64 @ W64.T
+        top = float(np.linalg.eigvalsh(G64)[-1]) if W64.size else 0.0
+        if not np.isfinite(top):
+            raise ValueError("the dictionary contains NaN or infinite values")
+        # A zero dictionary has no gradient from the fit term; any step works.
+        self.alpha_value = 1.0 / top if top > 0 else 1.0
+        self.W = W64.astype(self.dtype)
+        self.G = G64.astype(self.dtype)
+        self.ww = np.ascontiguousarray(np.diag(G64)).astype(self.dtype)
+        self.alpha = self.dtype.type(self.alpha_value)
+        self.lam = self.dtype.type(lam)
+        self.beta = momentum(n_iter, self.dtype)
+        self.ks = typed_constants(W64.shape[0], self.dtype)
+
+    @property
+    def n_atoms(self):
+        return self.W.shape[0]
+
+    def encode_dense(self, Y, buffers=None):
+        """Dense codes (n x m) and per-point objectives of a chunk ``Y``.
+
+        ``Y`` must already be validated, C-contiguous and of ``self.dtype``.
+        ``buffers``, from :meth:`allocate`, are reused across chunks: fresh
+        pages for every chunk would cost more than encoding small-d data.
+        The returned arrays are views into them.
+        """
+        n = Y.shape[0]
+        if buffers is None:
+            buffers = self.allocate(n)
+        B, yy, X, obj = (buf[:n] for buf in buffers)
+        np.dot(Y, self.W.T, out=B)  # one BLAS call per chunk: the O(m d) part
+        np.einsum("ij,ij->i", Y, Y, out=yy)
+        _kernels.encode_dense(B, yy, self.G, self.ww, self.alpha, self.lam, self.beta, self.ks, X, obj)
+        return X, obj
+
+    def allocate(self, chunk_size):
+        """Work buffers for chunks of up to ``chunk_size`` rows."""
+        m = self.n_atoms
+        return (
+            np.empty((chunk_size, m), dtype=self.dtype),
+            np.empty(chunk_size, dtype=self.dtype),
+            np.empty((chunk_size, m), dtype=self.dtype),
+            np.empty(chunk_size, dtype=self.dtype),
+        )
+
+
+def csr_from_dense(X):
+    """Assemble dense codes into CSR arrays ``(indptr, indices, data)`` in parallel."""
+    n = X.shape[0]
+    counts = np.empty(n, dtype=np.int64)
+    _kernels.count_row_nonzeros(X, counts)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    indices = np.empty(indptr[-1], dtype=np.int32)
+    data = np.empty(indptr[-1], dtype=X.dtype)
+    _kernels.fill_csr(X, indptr, indices, data)
+    return indptr, indices, data
+
+
+def concatenate_csr(parts, n_atoms, dtype):
+    """Join per-chunk CSR triples into one ``scipy.sparse.csr_array``."""
+    if not parts:
+        return sp.csr_array((0, n_atoms), dtype=dtype)
+    nnz = sum(p[1].shape[0] for p in parts)
+    n = sum(p[0].shape[0] - 1 for p in parts)
+    index_dtype = np.int32 if nnz < 2**31 else np.int64
+    indptr = np.empty(n + 1, dtype=index_dtype)
+    indices = np.empty(nnz, dtype=index_dtype)
+    data = np.empty(nnz, dtype=dtype)
+    row = 0
+    pos = 0
+    indptr[0] = 0
+    for ip, ix, dt in parts:
+        k = ip.shape[0] - 1
+        indptr[row + 1 : row + k + 1] = ip[1:] + pos
+        indices[pos : pos + ix.shape[0]] = ix
+        data[pos : pos + ix.shape[0]] = dt
+        row += k
+        pos += ix.shape[0]
+    return sp.csr_array((data, indices, indptr), shape=(n, n_atoms))
+
+
+def iter_chunks(n, chunk_size):
+    """Yield ``(start, stop)`` row ranges covering ``range(n)``."""
+    for start in range(0, n, chunk_size):
+        yield start, min(start + chunk_size, n)
+
+
+def encode_csr(Y, prepared, chunk_size, *, return_objective=False):
+    """Encode validated data chunk by chunk into one CSR array (no thread setup)."""
+    parts = []
+    objectives = []
+    buffers = prepared.allocate(min(chunk_size, Y.shape[0]))
+    for start, stop in iter_chunks(Y.shape[0], chunk_size):
+        X, obj = prepared.encode_dense(Y[start:stop], buffers)
+        parts.append(csr_from_dense(X))
+        objectives.append(obj.copy())
+    codes = concatenate_csr(parts, prepared.n_atoms, prepared.dtype)
+    if return_objective:
+        obj = np.concatenate(objectives) if objectives else np.empty(0, prepared.dtype)
+        return codes, obj
+    return codes
+
+
+def sparse_encode(Y, dictionary, *, lam=1.0, n_iter=50, chunk_size=None, n_jobs=None):
+    """Sparse simplex codes of ``Y`` in a fixed dictionary (the KDS encoder).
+
+    Runs T steps of accelerated projected gradient on
+    ``1/2 ||y - x W||^2 + lam * sum_j x_j ||y - w_j||^2`` over the simplex,
+    from x = 0 with step ``1 / sigma_max(W)^2`` (SPEC section 3).
+
+    Parameters
+    ----------
+    Y : array-like of shape (n_samples, n_features)
+    dictionary : array-like of shape (n_atoms, n_features)
+    lam : float, default=1.0
+        Locality weight.
+    n_iter : int, default=50
+        Encoder iterations T.
+    chunk_size : int or None
+        Rows encoded at once; by default chosen from a 64 MiB budget.
+    n_jobs : int or None
+        Numba threads (None: all).
+
+    Returns
+    -------
+    codes : scipy.sparse.csr_array of shape (n_samples, n_atoms)
+        Each row on the probability simplex; column indices ascending.
+    """
+    Y = check_data(Y, name="Y", min_samples=1)
+    W = check_dictionary(dictionary, Y.shape[1], Y.dtype)
+    lam = check_nonneg_float(lam, "lam")
+    n_iter = check_positive_int(n_iter, "n_iter")
+    if chunk_size is None:
+        chunk_size = default_chunk_size(Y.shape[1], W.shape[0], Y.dtype.itemsize)
+    chunk_size = check_positive_int(chunk_size, "chunk_size")
+    prepared = PreparedDictionary(W, lam, n_iter, Y.dtype)
+    with numba_threads(n_jobs):
+        return encode_csr(Y, prepared, chunk_size)

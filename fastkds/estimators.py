@@ -1,0 +1,480 @@
+"""scikit-learn estimators: :class:`KDS` (dictionary + sparse simplex codes)
+and :class:`KDSClustering` (spectral clustering on the code graph)."""
+
+import numbers
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.cluster import KMeans, kmeans_plusplus
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._config import default_chunk_size, numba_threads, effective_n_jobs
+from ._validation import FLOAT_DTYPES, check_nonneg_float, check_positive_int
+from .encoding import PreparedDictionary, concatenate_csr
+from .solvers import SufficientStatistics, fit_alternating, run_epoch
+from .spectral import BipartiteSpectrum, normalize_rows
+
+_KDS_PARAMS_DOC = """
+    lam : float, default=1.0
+        Locality weight lambda: how strongly a point prefers nearby atoms.
+        Larger values give sparser, more local codes.
+    n_iter : int, default=50
+        Encoder iterations T (the paper's unrolled layers).
+    max_epochs : int, default=100
+        Maximum number of alternating-minimisation epochs (passes over the data).
+    tol : float, default=1e-4
+        Stop when the mean objective changes by less than this, relatively,
+        between two epochs.
+    init : {"k-means++", "random"} or array of shape (n_atoms, n_features), default="k-means++"
+        Initial dictionary. Both named choices pick a random subset of the
+        data points: ``"random"`` uniformly (the paper's choice), ``"k-means++"``
+        with scikit-learn's D^2 seeding, which spreads the atoms over the data
+        and avoids local minima where one region hoards the atoms. An array
+        gives the atoms directly.
+    chunk_size : int or None, default=None
+        Points encoded at once. ``None`` picks it from a 64 MiB budget, so
+        working memory does not grow with n.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the initial dictionary (and, for clustering, k-means).
+    n_jobs : int or None, default=None
+        Numba threads for the kernels; ``None`` or -1 means all. Results do
+        not depend on it.
+    verbose : int, default=0
+        Show a progress bar over the epochs when > 0.
+"""
+
+
+def _check_init(init, n_atoms, n_features):
+    if isinstance(init, str):
+        if init not in ("random", "k-means++"):
+            raise ValueError(f"init must be 'random', 'k-means++' or an array, got {init!r}")
+        return init
+    W = np.asarray(init)
+    if W.shape != (n_atoms, n_features):
+        raise ValueError(
+            f"init array has shape {W.shape}, expected (n_atoms, n_features) = ({n_atoms}, {n_features})"
+        )
+    if not np.all(np.isfinite(W)):
+        raise ValueError("init array contains NaN or infinite values")
+    return W
+
+
+class KDS(TransformerMixin, BaseEstimator):
+    """K-Deep Simplex: a dictionary of landmark atoms and sparse simplex codes.
+
+    Learns ``n_atoms`` atoms W (m x d) and codes every point as a convex
+    combination of nearby atoms by minimising (SPEC section 2)::
+
+        (1/n) sum_i 1/2 ||y_i - x_i W||^2 + lam * sum_j x_ij ||y_i - w_j||^2
+
+    over W and codes x_i on the probability simplex. The codes come from T
+    steps of accelerated projected gradient (the paper's unrolled encoder);
+    the dictionary from alternating minimisation with the exact dictionary
+    step, accumulated chunk by chunk.
+
+    Parameters
+    ----------
+    n_atoms : int, default=16
+        Number of atoms m.
+    """ + _KDS_PARAMS_DOC + """
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_atoms, n_features)
+        The learned atoms, one per row, in the dtype of the training data.
+    step_ : float
+        Encoder step ``1 / sigma_max(components_)^2``.
+    n_iter_ : int
+        Epochs run.
+    objective_ : ndarray of shape (n_iter_,)
+        Mean objective of each epoch's codes.
+    n_features_in_ : int
+
+    See Also
+    --------
+    KDSClustering : Spectral clustering on the codes.
+    fastkds.sparse_encode : The encoder as a function.
+
+    References
+    ----------
+    Tasissa, Tankala, Murphy, Ba. "K-Deep Simplex: Manifold Learning via Local
+    Dictionaries."
+
+    Examples
+    --------
+    >>> from fastkds import KDS, make_moons
+    >>> Y, _ = make_moons(2000, random_state=0)
+    >>> kds = KDS(24, lam=5.0, n_iter=15, random_state=0).fit(Y)
+    >>> codes = kds.transform(Y)          # scipy.sparse.csr_array, rows sum to 1
+    >>> codes.shape
+    (2000, 24)
+    """
+
+    def __init__(
+        self,
+        n_atoms=16,
+        *,
+        lam=1.0,
+        n_iter=50,
+        max_epochs=100,
+        tol=1e-4,
+        init="k-means++",
+        chunk_size=None,
+        random_state=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        self.n_atoms = n_atoms
+        self.lam = lam
+        self.n_iter = n_iter
+        self.max_epochs = max_epochs
+        self.tol = tol
+        self.init = init
+        self.chunk_size = chunk_size
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    # -- helpers -----------------------------------------------------------
+
+    def _validated_params(self):
+        p = {
+            "n_atoms": check_positive_int(self.n_atoms, "n_atoms"),
+            "lam": check_nonneg_float(self.lam, "lam"),
+            "n_iter": check_positive_int(self.n_iter, "n_iter"),
+            "max_epochs": check_positive_int(self.max_epochs, "max_epochs"),
+            "tol": check_nonneg_float(self.tol, "tol"),
+        }
+        if self.chunk_size is not None:
+            check_positive_int(self.chunk_size, "chunk_size")
+        effective_n_jobs(self.n_jobs)
+        if isinstance(self.verbose, bool) or not isinstance(self.verbose, numbers.Integral):
+            raise TypeError(f"verbose must be an int, got {self.verbose!r}")
+        return p
+
+    def _chunk_size(self, n_features):
+        if self.chunk_size is not None:
+            return self.chunk_size
+        return default_chunk_size(n_features, self.n_atoms, 8)
+
+    def _initial_dictionary(self, Y, rng):
+        init = _check_init(self.init, self.n_atoms, Y.shape[1])
+        if isinstance(init, np.ndarray):
+            return init.astype(np.float64)
+        if init == "random":
+            idx = np.sort(rng.choice(Y.shape[0], self.n_atoms, replace=False))
+            return Y[idx].astype(np.float64)
+        centers, _ = kmeans_plusplus(Y, self.n_atoms, random_state=rng)
+        return centers.astype(np.float64)
+
+    def _prepared(self, dtype):
+        return PreparedDictionary(self.components_, self.lam, self.n_iter, dtype)
+
+    def _fit_validated(self, Y):
+        """Fit on data already checked by ``validate_data``."""
+        p = self._validated_params()
+        n, d = Y.shape
+        if n < p["n_atoms"]:
+            raise ValueError(
+                f"n_samples={n} is smaller than n_atoms={p['n_atoms']}: "
+                "KDS needs at least as many points as atoms"
+            )
+        rng = check_random_state(self.random_state)
+        W0 = self._initial_dictionary(Y, rng)
+        bar = None
+        progress = None
+        if self.verbose:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=p["max_epochs"], desc="KDS epochs", unit="epoch")
+
+            def progress(epoch, F, n_dead):
+                bar.update(1)
+                bar.set_postfix(objective=f"{F:.6g}", dead=n_dead)
+
+        try:
+            with numba_threads(self.n_jobs):
+                W, history, epochs, converged = fit_alternating(
+                    Y,
+                    W0,
+                    lam=p["lam"],
+                    n_iter=p["n_iter"],
+                    max_epochs=p["max_epochs"],
+                    tol=p["tol"],
+                    chunk_size=self._chunk_size(d),
+                    random_state=rng,
+                    progress=progress,
+                )
+        finally:
+            if bar is not None:
+                bar.close()
+        if not converged and p["max_epochs"] > 1:
+            warnings.warn(
+                f"KDS did not converge in max_epochs={p['max_epochs']} epochs "
+                f"(tol={p['tol']}); increase max_epochs or tol",
+                ConvergenceWarning,
+            )
+        self.components_ = W.astype(Y.dtype)
+        self.step_ = PreparedDictionary(W, p["lam"], 1, np.float64).alpha_value
+        self.n_iter_ = epochs
+        self.objective_ = np.asarray(history)
+        return self
+
+    def _encode(self, Y, *, statistics=False):
+        """Codes of validated ``Y`` and, optionally, their sufficient statistics."""
+        prepared = self._prepared(Y.dtype)
+        chunk = self._chunk_size(Y.shape[1])
+        stats = SufficientStatistics(self.n_atoms, Y.shape[1])
+        parts = []
+        with numba_threads(self.n_jobs):
+            run_epoch(Y, prepared, chunk, stats if statistics else None, codes_out=parts)
+        codes = concatenate_csr(parts, self.n_atoms, Y.dtype)
+        return (codes, stats) if statistics else codes
+
+    # -- public API ----------------------------------------------------------
+
+    def fit(self, X, y=None):
+        """Learn the dictionary from data ``X`` (n_samples x n_features).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Data, one point per row. float32 is kept; other types become float64.
+        y : Ignored
+
+        Returns
+        -------
+        self : KDS
+        """
+        Y = validate_data(self, X, dtype=FLOAT_DTYPES, order="C")
+        return self._fit_validated(Y)
+
+    def transform(self, X):
+        """Sparse simplex codes of ``X`` in the learned dictionary.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        codes : scipy.sparse.csr_array of shape (n_samples, n_atoms)
+            Rows are on the probability simplex; column indices ascending.
+        """
+        check_is_fitted(self)
+        Y = validate_data(self, X, dtype=FLOAT_DTYPES, order="C", reset=False)
+        return self._encode(Y)
+
+    def fit_transform(self, X, y=None):
+        """Fit, then return the codes of ``X`` (see :meth:`transform`)."""
+        Y = validate_data(self, X, dtype=FLOAT_DTYPES, order="C")
+        return self._fit_validated(Y)._encode(Y)
+
+    def inverse_transform(self, X):
+        """Reconstruct points ``X W`` from codes.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_atoms)
+            Codes, as returned by :meth:`transform`.
+
+        Returns
+        -------
+        Y_hat : ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        if sp.issparse(X):
+            if X.shape[1] != self.n_atoms:
+                raise ValueError(f"codes have {X.shape[1]} columns, expected n_atoms={self.n_atoms}")
+            return np.asarray(X @ self.components_)
+        from sklearn.utils import check_array
+
+        codes = check_array(X, dtype=FLOAT_DTYPES, input_name="X")
+        if codes.shape[1] != self.n_atoms:
+            raise ValueError(f"codes have {codes.shape[1]} columns, expected n_atoms={self.n_atoms}")
+        return codes @ self.components_
+
+    def score(self, X, y=None):
+        """Minus the mean KDS objective of ``X`` under the learned dictionary.
+
+        Higher is better, as scikit-learn expects of ``score``.
+        """
+        check_is_fitted(self)
+        Y = validate_data(self, X, dtype=FLOAT_DTYPES, order="C", reset=False)
+        stats = SufficientStatistics(self.n_atoms, Y.shape[1])
+        with numba_threads(self.n_jobs):
+            run_epoch(Y, self._prepared(Y.dtype), self._chunk_size(Y.shape[1]), stats)
+        return -stats.mean_objective
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+
+class KDSClustering(ClusterMixin, BaseEstimator):
+    """Spectral clustering on the K-Deep Simplex code graph, linear in n.
+
+    Fits :class:`KDS`, then embeds the points through the bipartite
+    point-atom graph of their codes (an m x m eigenproblem, SPEC section 6),
+    normalises the rows and runs k-means (Ng, Jordan, Weiss).
+
+    Parameters
+    ----------
+    n_clusters : int or "auto", default="auto"
+        Number of clusters; ``"auto"`` takes it from the largest gap in the
+        spectrum (at least 2, at most ``max_clusters``).
+    n_atoms : int, default=16
+        Number of atoms m.
+    """ + _KDS_PARAMS_DOC + """
+    n_init : int, default=10
+        k-means restarts.
+    max_clusters : int, default=20
+        Largest number of clusters ``"auto"`` may choose.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,)
+    embedding_ : ndarray of shape (n_samples, n_clusters_)
+        Row-normalised spectral embedding the k-means ran on.
+    eigenvalues_ : ndarray
+        Eigenvalues of the atom-side matrix M, decreasing; the multiplicity
+        of 1 counts connected components of the code graph.
+    n_clusters_ : int
+    components_ : ndarray of shape (n_atoms, n_features)
+        The learned atoms.
+    kds_ : KDS
+        The fitted dictionary model.
+    kmeans_ : sklearn.cluster.KMeans
+    timings_ : dict
+        Seconds spent in each stage of the last fit: ``dictionary``,
+        ``encode``, ``embed`` and ``kmeans``.
+
+    Examples
+    --------
+    >>> from fastkds import KDSClustering, make_moons
+    >>> Y, y = make_moons(5000, random_state=0)
+    >>> model = KDSClustering(2, n_atoms=24, lam=5.0, n_iter=15, random_state=0)
+    >>> labels = model.fit_predict(Y)
+    """
+
+    def __init__(
+        self,
+        n_clusters="auto",
+        *,
+        n_atoms=16,
+        lam=1.0,
+        n_iter=50,
+        max_epochs=100,
+        tol=1e-4,
+        init="k-means++",
+        n_init=10,
+        max_clusters=20,
+        chunk_size=None,
+        random_state=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        self.n_clusters = n_clusters
+        self.n_atoms = n_atoms
+        self.lam = lam
+        self.n_iter = n_iter
+        self.max_epochs = max_epochs
+        self.tol = tol
+        self.init = init
+        self.n_init = n_init
+        self.max_clusters = max_clusters
+        self.chunk_size = chunk_size
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _check_n_clusters(self):
+        if isinstance(self.n_clusters, str):
+            if self.n_clusters != "auto":
+                raise ValueError(f"n_clusters must be an int or 'auto', got {self.n_clusters!r}")
+            return None
+        return check_positive_int(self.n_clusters, "n_clusters")
+
+    def fit(self, X, y=None):
+        """Learn the dictionary, embed the points and cluster them.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : Ignored
+
+        Returns
+        -------
+        self : KDSClustering
+        """
+        k = self._check_n_clusters()
+        n_init = check_positive_int(self.n_init, "n_init")
+        max_clusters = check_positive_int(self.max_clusters, "max_clusters")
+        Y = validate_data(self, X, dtype=FLOAT_DTYPES, order="C")
+        rng = check_random_state(self.random_state)
+        kds = KDS(
+            self.n_atoms,
+            lam=self.lam,
+            n_iter=self.n_iter,
+            max_epochs=self.max_epochs,
+            tol=self.tol,
+            init=self.init,
+            chunk_size=self.chunk_size,
+            random_state=rng.randint(np.iinfo(np.int32).max),
+            n_jobs=self.n_jobs,
+            verbose=self.verbose,
+        )
+        timings = {}
+        t0 = time.perf_counter()
+        kds._fit_validated(Y)
+        kds.n_features_in_ = Y.shape[1]
+        timings["dictionary"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        codes, stats = kds._encode(Y, statistics=True)
+        timings["encode"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        spectrum = BipartiteSpectrum(stats.XtX, stats.s)
+        n_clusters = spectrum.eigengap(max_clusters) if k is None else k
+        embedding = normalize_rows(spectrum.embed(codes, n_clusters))
+        timings["embed"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        kmeans = KMeans(n_clusters, n_init=n_init, random_state=rng.randint(np.iinfo(np.int32).max))
+        self.labels_ = kmeans.fit_predict(embedding)
+        timings["kmeans"] = time.perf_counter() - t0
+
+        self.kds_ = kds
+        self.kmeans_ = kmeans
+        self.spectrum_ = spectrum
+        self.components_ = kds.components_
+        self.embedding_ = embedding
+        self.eigenvalues_ = spectrum.eigenvalues
+        self.n_clusters_ = n_clusters
+        self.timings_ = timings
+        return self
+
+    def transform(self, X):
+        """Row-normalised spectral embedding of ``X`` (n_samples x n_clusters_)."""
+        check_is_fitted(self)
+        Y = validate_data(self, X, dtype=FLOAT_DTYPES, order="C", reset=False)
+        return normalize_rows(self.spectrum_.embed(self.kds_._encode(Y), self.n_clusters_))
+
+    def predict(self, X):
+        """Cluster labels of new points: encode, embed, nearest k-means centre.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        return self.kmeans_.predict(self.transform(X))

@@ -1,0 +1,202 @@
+"""Dictionary learning by alternating minimisation with the exact dictionary
+step (SPEC 5a), streamed over chunks so memory does not grow with n.
+
+One epoch encodes every chunk with the current dictionary and accumulates the
+sufficient statistics ``X^T X``, ``s = X^T 1`` and ``X^T Y``; the new dictionary
+solves ``(X^T X + 2 lam diag(s)) W = (1 + 2 lam) X^T Y``.
+"""
+
+import numpy as np
+import scipy.linalg
+
+from . import _kernels
+from .encoding import PreparedDictionary, csr_from_dense, iter_chunks
+
+#: Bytes allowed for the per-part partial statistics of one chunk.
+_PARTIALS_BUDGET = 64 * 2**20
+
+
+class SufficientStatistics:
+    """Running sums over chunks of ``X^T X``, ``X^T 1``, ``X^T Y`` and the objective.
+
+    The sums are float64 whatever the data dtype: float32 accumulation over
+    millions of points would lose most of its digits.
+
+    Parameters
+    ----------
+    n_atoms, n_features : int
+    n_candidates : int
+        How many points to keep as candidates to re-seed dead atoms: a
+        weighted reservoir sample, each point drawn with probability
+        proportional to its objective (as k-means++ draws by squared distance),
+        so badly represented regions get the new atoms.
+    random_state : numpy RandomState or None
+        Source of the reservoir's keys; required when ``n_candidates > 0``.
+    """
+
+    def __init__(self, n_atoms, n_features, n_candidates=0, random_state=None):
+        self.XtX = np.zeros((n_atoms, n_atoms))
+        self.s = np.zeros(n_atoms)
+        self.XtY = np.zeros((n_atoms, n_features))
+        self.objective_sum = 0.0
+        self.n_samples = 0
+        self.n_candidates = n_candidates
+        self._rng = random_state
+        self._keys = np.empty(0)
+        self.candidates = np.empty((0, n_features))
+
+    def add_chunk(self, indptr, indices, data, Y, objective):
+        """Add the codes (CSR triple) and objectives of one chunk ``Y``."""
+        m, d = self.XtY.shape
+        n = Y.shape[0]
+        n_parts = int(max(1, min(8, -(-n // _kernels.BLOCK), _PARTIALS_BUDGET // (8 * m * (m + d)))))
+        _kernels.accumulate_statistics(indptr, indices, data, Y, n_parts, self.XtX, self.s, self.XtY)
+        self.objective_sum += float(np.sum(objective, dtype=np.float64))
+        self.n_samples += n
+        if self.n_candidates:
+            self._sample_candidates(Y, objective)
+
+    def _sample_candidates(self, Y, objective):
+        # Efraimidis-Spirakis weighted reservoir: keep the largest log(u) / w.
+        w = objective.astype(np.float64)
+        with np.errstate(divide="ignore", over="ignore"):
+            keys = np.log(self._rng.uniform(size=w.shape[0])) / w  # w = 0 -> -inf: never drawn
+        k = min(self.n_candidates, keys.shape[0])
+        top = np.argpartition(keys, keys.shape[0] - k)[-k:]
+        keys = np.concatenate([self._keys, keys[top]])
+        pts = np.concatenate([self.candidates, Y[top].astype(np.float64)])
+        keep = np.argsort(-keys, kind="stable")[: self.n_candidates]
+        self._keys, self.candidates = keys[keep], pts[keep]
+
+    @property
+    def mean_objective(self):
+        """Mean of ``f(x_i; y_i, W)`` over the points added."""
+        return self.objective_sum / max(self.n_samples, 1)
+
+
+def duplicate_atoms(W, rel_tol=0.05):
+    """Mask of atoms that (nearly) coincide with an earlier atom.
+
+    Two atoms at one place receive identical codes and updates, so they never
+    separate: one of them is wasted. "Nearly" means closer than ``rel_tol``
+    times the median distance from an atom to its nearest neighbour.
+    """
+    m = W.shape[0]
+    if m < 2:
+        return np.zeros(m, dtype=bool)
+    sq = np.einsum("ij,ij->i", W, W)
+    D = np.sqrt(np.maximum(sq[:, None] + sq[None, :] - 2.0 * (W @ W.T), 0.0))
+    np.fill_diagonal(D, np.inf)
+    spacing = np.median(D.min(axis=1))
+    close = np.triu(D <= rel_tol * spacing, k=1)
+    return close.any(axis=0)
+
+
+def solve_dictionary(stats, lam, W_old, *, dead_threshold=0.0):
+    """Exact dictionary step from sufficient statistics, re-seeding dead and
+    duplicate atoms.
+
+    Parameters
+    ----------
+    stats : SufficientStatistics
+    lam : float
+    W_old : ndarray of shape (m, d)
+        Current dictionary; supplies atoms when too few re-seed candidates exist.
+    dead_threshold : float
+        Atoms with usage ``s_j <= dead_threshold`` are dead.
+
+    Returns
+    -------
+    W : ndarray of shape (m, d), float64
+    n_dead : int
+        Atoms re-seeded at candidate points (unused atoms, and atoms that
+        coincide with another).
+    """
+    alive = stats.s > dead_threshold
+    W = np.array(W_old, dtype=np.float64)
+    if alive.any():
+        A = stats.XtX[np.ix_(alive, alive)] + 2.0 * lam * np.diag(stats.s[alive])
+        rhs = (1.0 + 2.0 * lam) * stats.XtY[alive]
+        try:
+            W[alive] = scipy.linalg.solve(A, rhs, assume_a="pos", check_finite=False)
+        except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+            # lam = 0 with linearly dependent codes: least squares picks one minimiser
+            W[alive] = scipy.linalg.lstsq(A, rhs, check_finite=False)[0]
+    dead = np.flatnonzero(~alive | duplicate_atoms(W))
+    n_seed = min(dead.size, stats.candidates.shape[0])
+    W[dead[:n_seed]] = stats.candidates[:n_seed]
+    return W, int(dead.size)
+
+
+def run_epoch(Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None):
+    """Encode all of ``Y`` chunk by chunk with ``prepared``.
+
+    Adds each chunk to ``stats`` (a :class:`SufficientStatistics`) when given,
+    and appends its CSR triple to the list ``codes_out`` when given.
+    """
+    if buffers is None:
+        buffers = prepared.allocate(min(chunk_size, Y.shape[0]))
+    for start, stop in iter_chunks(Y.shape[0], chunk_size):
+        chunk = Y[start:stop]
+        X, obj = prepared.encode_dense(chunk, buffers)
+        triple = csr_from_dense(X)
+        if stats is not None:
+            stats.add_chunk(*triple, chunk, obj)
+        if codes_out is not None:
+            codes_out.append(triple)
+    return stats
+
+
+def fit_alternating(
+    Y, W_init, *, lam, n_iter, max_epochs, tol, chunk_size, random_state, progress=None
+):
+    """Alternating minimisation with the exact dictionary step.
+
+    Parameters
+    ----------
+    Y : ndarray of shape (n, d), validated, float32 or float64
+    W_init : ndarray of shape (m, d)
+    lam : float
+    n_iter : int
+        Encoder iterations T.
+    max_epochs : int
+    tol : float
+        Stop when the relative change of the mean objective is below ``tol``.
+    chunk_size : int
+    random_state : numpy RandomState
+        Draws the points that re-seed dead atoms.
+    progress : callable or None
+        Called as ``progress(epoch, mean_objective, n_dead)`` after each epoch.
+
+    Returns
+    -------
+    W : ndarray of shape (m, d), float64
+    history : list of float
+        Mean objective of each epoch's codes (before that epoch's update).
+    n_epochs : int
+    converged : bool
+    """
+    n, d = Y.shape
+    m = W_init.shape[0]
+    W = np.asarray(W_init, dtype=np.float64)
+    history = []
+    buffers = None
+    converged = False
+    epoch = 0
+    for epoch in range(1, max_epochs + 1):
+        prepared = PreparedDictionary(W, lam, n_iter, Y.dtype)
+        if buffers is None:
+            buffers = prepared.allocate(min(chunk_size, n))
+        stats = run_epoch(Y, prepared, chunk_size, SufficientStatistics(m, d, n_candidates=m, random_state=random_state), buffers)
+        F = stats.mean_objective
+        W, n_dead = solve_dictionary(stats, lam, W)
+        if progress is not None:
+            progress(epoch, F, n_dead)
+        if history and n_dead == 0:
+            change = abs(history[-1] - F) / max(abs(history[-1]), np.finfo(float).tiny)
+            if change < tol:
+                history.append(F)
+                converged = True
+                break
+        history.append(F)
+    return W, history, epoch, converged

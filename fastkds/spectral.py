@@ -1,0 +1,76 @@
+"""Spectral embedding of the bipartite point-atom graph, linear in n (SPEC 6).
+
+The codes X (n x m, rows on the simplex) are the edge weights between points
+and atoms. With ``s = X^T 1`` and ``M = diag(s)^(-1/2) X^T X diag(s)^(-1/2)``
+(m x m) = ``V diag(sigma^2) V^T``, the normalized embedding of the points is
+``U = X diag(s)^(-1/2) V_k diag(sigma_k)^(-1)``: an m x m eigenproblem plus a
+sparse product, never an n x n matrix.
+"""
+
+import numpy as np
+
+
+class BipartiteSpectrum:
+    """Eigen-decomposition of the atom-side matrix M, and the map from codes
+    to the embedding.
+
+    Parameters
+    ----------
+    XtX : ndarray of shape (m, m)
+        ``X^T X`` of the codes.
+    s : ndarray of shape (m,)
+        Atom degrees ``X^T 1``.
+
+    Attributes
+    ----------
+    eigenvalues : ndarray
+        ``sigma^2`` in decreasing order, one per atom in use (atoms with
+        ``s_j = 0`` have no edge and are left out). The multiplicity of the
+        eigenvalue 1 is the number of connected components of the graph.
+    eigenvectors : ndarray of shape (m_used, m_used)
+    used : ndarray of bool, shape (m,)
+    """
+
+    def __init__(self, XtX, s):
+        s = np.asarray(s, dtype=np.float64)
+        self.used = s > 0
+        if not self.used.any():
+            raise ValueError("the codes use no atom: cannot build the spectral embedding")
+        r = 1.0 / np.sqrt(s[self.used])
+        M = r[:, None] * np.asarray(XtX, dtype=np.float64)[np.ix_(self.used, self.used)] * r[None, :]
+        M = 0.5 * (M + M.T)
+        vals, vecs = np.linalg.eigh(M)
+        order = np.argsort(vals)[::-1]
+        self.eigenvalues = np.clip(vals[order], 0.0, None)
+        self.eigenvectors = vecs[:, order]
+        self._inv_sqrt_s = r
+
+    def eigengap(self, max_clusters=None):
+        """Number of clusters from the largest gap ``lambda_k - lambda_{k+1}``, k >= 2."""
+        ev = self.eigenvalues
+        kmax = ev.size - 1 if max_clusters is None else min(max_clusters, ev.size - 1)
+        if kmax < 2:
+            return 1
+        gaps = ev[1:kmax] - ev[2 : kmax + 1]
+        return int(np.argmax(gaps)) + 2
+
+    def projection(self, k):
+        """The m x k matrix P with ``U = X P`` (zero rows for unused atoms)."""
+        if k > self.eigenvalues.size:
+            raise ValueError(
+                f"n_clusters={k} exceeds the {self.eigenvalues.size} atoms in use by the codes"
+            )
+        sigma = np.sqrt(np.maximum(self.eigenvalues[:k], np.finfo(np.float64).eps))
+        P = np.zeros((self.used.size, k))
+        P[self.used] = self._inv_sqrt_s[:, None] * self.eigenvectors[:, :k] / sigma
+        return P
+
+    def embed(self, codes, k):
+        """Spectral embedding (n x k) of points from their codes (sparse or dense)."""
+        return np.asarray(codes @ self.projection(k))
+
+
+def normalize_rows(U):
+    """Rows scaled to unit Euclidean norm (zero rows stay zero), as in Ng-Jordan-Weiss."""
+    norms = np.linalg.norm(U, axis=1, keepdims=True)
+    return U / np.where(norms > 0, norms, 1.0)
