@@ -113,14 +113,22 @@ def project_simplex_rows(V, out, ks, sorted_method):
 
 
 @njit(cache=True, nogil=True)
-def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, c, dist, v, z, cand, zidx, sidx):
+def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, cand, zidx, xs, xold):
     """Encode one point; returns its objective f(x; y, W).
 
-    ``b = W y`` (m), ``yy = ||y||^2``, ``G = W W^T``, ``ww = diag(G)``. The
-    gradient at z is ``z G + c`` with ``c = lam * dist - b`` and
-    ``dist_j = ||y - w_j||^2``. Only the nonzeros of z (kept in ``zidx``)
-    enter ``z G``, which makes an iteration O(m * nnz(z)) instead of O(m^2).
-    ``x`` receives the code; the other arrays are scratch of length m.
+    ``b = W y`` (m), ``yy = ||y||^2``, ``G = W W^T``, ``ww = diag(G)``; ``x``
+    (zeros on entry) receives the code, the other arrays are scratch of
+    length m. Each iteration computes ``v = z - alpha (z G + c)`` with
+    ``c = lam * dist - b``, ``dist_j = ||y - w_j||^2``, and projects it.
+
+    The iterate is sparse, and the kernel keeps it so:
+    - ``z G`` sums only the rows of G on the support of z (``zidx``), so an
+      iteration costs O(m * nnz(z)) instead of O(m^2);
+    - the projection's threshold tau is at least ``(sum_{j in A} v_j - 1)/|A|``
+      for any index set A (each x_j <= its share of the unit mass), so with A
+      the previous support one pass collects a superset of the new support,
+      and Michelot's iteration runs on that short list alone;
+    - x and z are updated only on the old and new supports (``xs``).
     """
     m = G.shape[0]
     zero = ks[0]
@@ -131,51 +139,96 @@ def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, c, dist, v, z, cand, zi
         if dj < zero:  # rounding in the expanded form
             dj = zero
         dist[j] = dj
-        c[j] = lam * dj - b[j]
-        x[j] = zero
+        ac[j] = -alpha * (lam * dj - b[j])
         z[j] = zero
     nz = 0
+    nx = 0
     for t in range(beta.shape[0]):
-        # v = z - alpha * (z G + c), with the sum over the support of z only
+        # v = z - alpha * (z G + c), summing over the support of z only
         for j in range(m):
-            v[j] = -alpha * c[j]
+            v[j] = ac[j]
         for q in range(nz):
             k = zidx[q]
-            a = z[k]
-            v[k] += a
-            a = alpha * a
+            a = alpha * z[k]
             for j in range(m):
                 v[j] -= a * G[k, j]
-        tau = _simplex_threshold_michelot(v, ks, cand)
-        bt = beta[t]
-        nz = 0
+        for q in range(nz):
+            k = zidx[q]
+            v[k] += z[k]
+        # a lower bound on tau: from the previous support, or max(v) - 1
+        if nx > 0:
+            s = ks[0]
+            for q in range(nx):
+                s += v[xs[q]]
+            floor = (s - one) / ks[nx]
+        else:
+            floor = v[0]
+            for j in range(1, m):
+                if v[j] > floor:
+                    floor = v[j]
+            floor -= one
+        s = ks[0]
+        k = 0
         for j in range(m):
+            if v[j] > floor:
+                cand[k] = j
+                s += v[j]
+                k += 1
+        # Michelot on the candidates, compacting the list in place
+        tau = (s - one) / ks[k]
+        passes = 0
+        going = True
+        while going:
+            s = ks[0]
+            k_new = 0
+            for q in range(k):
+                j = cand[q]
+                if v[j] > tau:
+                    cand[k_new] = j
+                    s += v[j]
+                    k_new += 1
+            passes += 1
+            if k_new == k or k_new == 0 or passes > m:
+                going = False
+            else:
+                k = k_new
+                tau = (s - one) / ks[k]
+        # x_new = max(v - tau, 0) on cand[:k]; z = x_new + beta (x_new - x_old)
+        bt = beta[t]
+        for q in range(nz):
+            z[zidx[q]] = zero
+        for q in range(nx):
+            j = xs[q]
+            xold[q] = x[j]
+            x[j] = zero
+        nz = 0
+        for q in range(k):
+            j = cand[q]
             xn = v[j] - tau
-            if xn < zero:
-                xn = zero
-            zj = xn + bt * (xn - x[j])
             x[j] = xn
-            z[j] = zj
-            if zj != zero:
+            z[j] = xn + bt * xn
+            zidx[nz] = j
+            nz += 1
+        for q in range(nx):
+            j = xs[q]
+            if x[j] == zero:  # left the support: z_j = -beta x_old_j
                 zidx[nz] = j
                 nz += 1
+            z[j] = x[j] + bt * (x[j] - xold[q])
+        for q in range(k):
+            xs[q] = cand[q]
+        nx = k
     # objective: 1/2 ||y - x W||^2 + lam * sum_j x_j dist_j, via the Gram form
-    ns = 0
-    for j in range(m):
-        if x[j] != zero:
-            sidx[ns] = j
-            ns += 1
     rec = yy
     loc = zero
-    for p in range(ns):
-        j = sidx[p]
+    for p in range(nx):
+        j = xs[p]
         xj = x[j]
         rec -= (xj + xj) * b[j]
         loc += xj * dist[j]
         acc = zero
-        for q in range(ns):
-            k = sidx[q]
-            acc += x[k] * G[j, k]
+        for q in range(nx):
+            acc += x[xs[q]] * G[j, xs[q]]
         rec += xj * acc
     if rec < zero:
         rec = zero
@@ -199,18 +252,21 @@ def encode_dense(B, yy, G, ww, alpha, lam, beta, ks, X, obj):
     n, m = B.shape
     n_blocks = (n + BLOCK - 1) // BLOCK
     for blk in prange(n_blocks):
-        c = np.empty(m, dtype=B.dtype)
+        ac = np.empty(m, dtype=B.dtype)
         dist = np.empty(m, dtype=B.dtype)
         v = np.empty(m, dtype=B.dtype)
         z = np.empty(m, dtype=B.dtype)
-        cand = np.empty(m, dtype=B.dtype)
-        zidx = np.empty(m, dtype=np.int64)
-        sidx = np.empty(m, dtype=np.int64)
+        xold = np.empty(m, dtype=B.dtype)
+        cand = np.empty(m, dtype=np.int64)
+        zidx = np.empty(2 * m, dtype=np.int64)
+        xs = np.empty(m, dtype=np.int64)
         lo = blk * BLOCK
         hi = min(lo + BLOCK, n)
         for i in range(lo, hi):
+            x = X[i]
+            x[:] = ks[0]
             obj[i] = _encode_point(
-                B[i], yy[i], G, ww, alpha, lam, beta, ks, X[i], c, dist, v, z, cand, zidx, sidx
+                B[i], yy[i], G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, cand, zidx, xs, xold
             )
 
 
