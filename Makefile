@@ -1,0 +1,29 @@
+# Two commands do all the set-up on a fresh machine (Python >= 3.10 with venv):
+#   make demo   creates .venv, installs fastkds, runs `fastkds demo` (1,000,000 points)
+#   make test   the same set-up where needed, then the whole test suite
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test bench install clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/fastkds demo $(ARGS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest tests $(ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m pytest bench --benchmark-only $(ARGS)
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .benchmarks

@@ -1,0 +1,61 @@
+"""Encoder throughput against the NumPy oracle, measured in one run.
+
+    python bench/throughput.py [--n 1000000] [--dataset moons|mnist]
+
+moons: d=2, m=24, T=15, lam=5 (the paper's settings); mnist: MNIST-5 from
+../shared/data/mnist, m=500, T=100, lam=0.5. Prints points/s for fastkds
+(float64, float32) and for the oracle, and the ratio. Compilation excluded.
+"""
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+from fastkds import _naive, load_mnist, make_moons, sparse_encode
+
+
+def best_of(fn, repeat):
+    best = np.inf
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--dataset", choices=["moons", "mnist"], default="moons")
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--n-jobs", type=int, default=None)
+    ap.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    if args.dataset == "moons":
+        Y, _ = make_moons(args.n, random_state=0)
+        m, T, lam = 24, 15, 5.0
+    else:
+        Y, _ = load_mnist(os.path.join(args.data, "mnist"))
+        m, T, lam = 500, 100, 0.5
+    W = Y[rng.choice(Y.shape[0], m, replace=False)]
+    n = Y.shape[0]
+    print(f"{args.dataset}: n={n:,} d={Y.shape[1]} m={m} T={T} lam={lam}")
+    results = {}
+    for dtype in (np.float64, np.float32):
+        Yd = Y.astype(dtype)
+        t0 = time.perf_counter()
+        sparse_encode(Yd[:64], W, lam=lam, n_iter=T)
+        print(f"  first call (compile or cache load), {np.dtype(dtype).name}: {time.perf_counter() - t0:.2f} s")
+        sec = best_of(lambda: sparse_encode(Yd, W, lam=lam, n_iter=T, n_jobs=args.n_jobs), args.repeat)
+        results[np.dtype(dtype).name] = sec
+    sec_naive = best_of(lambda: _naive.encode(Y, W, lam, T), 1)
+    for name, sec in results.items():
+        print(f"  fastkds {name}: {sec:8.3f} s  {n / sec:14,.0f} points/s  {sec_naive / sec:6.1f}x the NumPy oracle")
+    print(f"  NumPy oracle float64: {sec_naive:8.3f} s  {n / sec_naive:14,.0f} points/s")
+
+
+if __name__ == "__main__":
+    main()
