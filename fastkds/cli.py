@@ -68,11 +68,27 @@ def _demo(args):
 def _load_table(path):
     if not os.path.exists(path):
         raise SystemExit(f"fastkds: error: input file not found: {path}")
-    if path.endswith(".npy"):
-        return np.load(path, mmap_mode="r", allow_pickle=False)
-    if path.endswith(".csv") or path.endswith(".txt"):
-        return np.loadtxt(path, delimiter="," if path.endswith(".csv") else None, ndmin=2)
+    try:
+        if path.endswith(".npy"):
+            return np.load(path, mmap_mode="r", allow_pickle=False)
+        if path.endswith(".csv") or path.endswith(".txt"):
+            return np.loadtxt(path, delimiter="," if path.endswith(".csv") else None, ndmin=2)
+    except (ValueError, OSError) as exc:
+        raise SystemExit(f"fastkds: error: cannot read {path}: {exc}")
     raise SystemExit(f"fastkds: error: {path}: expected a .npy or .csv file")
+
+
+def _n_clusters(text):
+    """argparse type of ``--k``: a positive int or 'auto'."""
+    if text == "auto":
+        return text
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'auto', got {text!r}")
+    if k < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'auto', got {text!r}")
+    return k
 
 
 def _save_atomically(path, array):
@@ -95,9 +111,8 @@ def _cluster(args):
     if os.path.abspath(args.output) == os.path.abspath(args.file):
         raise SystemExit("fastkds: error: the output file would overwrite the input")
     Y = _load_table(args.file)
-    k = "auto" if args.k == "auto" else int(args.k)
     model = KDSClustering(
-        k,
+        args.k,
         n_atoms=args.atoms,
         lam=args.lam,
         n_iter=args.n_iter,
@@ -143,7 +158,7 @@ def build_parser():
 
     cluster = sub.add_parser("cluster", help="cluster the rows of a .npy or .csv file")
     cluster.add_argument("file", help="data file, one point per row (.npy or .csv)")
-    cluster.add_argument("--k", default="auto", help="number of clusters or 'auto' (default)")
+    cluster.add_argument("--k", type=_n_clusters, default="auto", help="number of clusters or 'auto' (default)")
     cluster.add_argument("-o", "--output", required=True, help="where to write the labels (.npy)")
     _add_model_options(cluster, atoms=24, lam=1.0, n_iter=50, epochs=100)
     cluster.set_defaults(func=_cluster)

@@ -82,14 +82,17 @@ def _open_maybe_gz(path):
 def _read_idx(path, magic_expected, ndim):
     if not os.path.exists(path):
         raise FileNotFoundError(f"MNIST file not found: {path}")
-    with _open_maybe_gz(path) as f:
-        header = f.read(4 + 4 * ndim)
-        if len(header) < 4 + 4 * ndim:
-            raise ValueError(f"{path}: file too short for an IDX header")
-        magic, *dims = struct.unpack(">" + "I" * (1 + ndim), header)
-        if magic != magic_expected:
-            raise ValueError(f"{path}: IDX magic number {magic}, expected {magic_expected}")
-        body = f.read()
+    try:
+        with _open_maybe_gz(path) as f:
+            header = f.read(4 + 4 * ndim)
+            if len(header) < 4 + 4 * ndim:
+                raise ValueError(f"{path}: file too short for an IDX header")
+            magic, *dims = struct.unpack(">" + "I" * (1 + ndim), header)
+            if magic != magic_expected:
+                raise ValueError(f"{path}: IDX magic number {magic}, expected {magic_expected}")
+            body = f.read()
+    except (EOFError, OSError) as exc:  # truncated or corrupt gzip stream
+        raise ValueError(f"{path}: cannot read the file ({exc})") from exc
     expected = int(np.prod(dims))
     if len(body) != expected:
         raise ValueError(f"{path}: {len(body)} data bytes, header promises {expected}")

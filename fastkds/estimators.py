@@ -316,7 +316,7 @@ class KDS(TransformerMixin, BaseEstimator):
         return tags
 
 
-class KDSClustering(ClusterMixin, BaseEstimator):
+class KDSClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     """Spectral clustering on the K-Deep Simplex code graph, linear in n.
 
     Fits :class:`KDS`, then embeds the points through the bipartite
@@ -477,4 +477,5 @@ class KDSClustering(ClusterMixin, BaseEstimator):
         -------
         labels : ndarray of shape (n_samples,)
         """
+        check_is_fitted(self)
         return self.kmeans_.predict(self.transform(X))
