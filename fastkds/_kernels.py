@@ -25,17 +25,32 @@ BLOCK = 256
 # --------------------------------------------------------------------------
 
 
-@njit(cache=True, nogil=True)
-def _simplex_threshold_sorted(v, ks):
-    """Threshold tau of the projection of ``v`` by the sorted method (SPEC 3).
+# Both methods work relative to max(v): the projection is unchanged by a common
+# shift, and after it the "- 1" in tau = (sum - 1) / k is never lost to rounding,
+# however large |v| is (a point far from every atom has huge locality weights).
 
-    The reference: sort descending, cumulative sums, rho = the largest j with
-    ``u_j - (c_j - 1) / j > 0``.
+
+@njit(cache=True, nogil=True)
+def _vmax(v):
+    vmax = v[0]
+    for j in range(1, v.shape[0]):
+        if v[j] > vmax:
+            vmax = v[j]
+    return vmax
+
+
+@njit(cache=True, nogil=True)
+def _simplex_threshold_sorted(v, vmax, ks):
+    """Threshold of the projection of ``v``, relative to ``vmax = max(v)``,
+    by the sorted method of SPEC 3 (the reference).
+
+    Sort descending, cumulative sums c, rho = the largest j with
+    ``u_j - (c_j - 1) / j > 0``; ``tau = (c_rho - 1) / rho``.
     """
     one = ks[1]
-    u = np.sort(v)[::-1]
+    u = np.sort(v - vmax)[::-1]
     c = ks[0]
-    c_rho = u[0] - u[0]
+    c_rho = ks[0]
     rho = 1
     for j in range(v.shape[0]):
         c += u[j]
@@ -46,31 +61,36 @@ def _simplex_threshold_sorted(v, ks):
 
 
 @njit(cache=True, nogil=True)
-def _simplex_threshold_michelot(v, ks, cand):
-    """Threshold tau of the projection of ``v`` by Michelot's method.
+def _simplex_support_michelot(v, vmax, floor, ks, cand):
+    """Support and threshold of the projection of ``v`` by Michelot's method.
 
-    Every output is at most 1, so only entries above ``max(v) - 1`` can be in
-    the support: they are gathered into ``cand`` (scratch of length m) and
-    Michelot's iteration ``tau = (sum_{v_j > tau} v_j - 1) / #{v_j > tau}``
-    runs on them alone. Started from any superset of the support, tau rises
-    monotonically to the exact threshold, the same as the sorted method's.
+    Works relative to ``vmax = max(v)``. ``floor`` must be a lower bound on
+    the (relative) threshold: every ``v_j - vmax > floor`` is gathered into
+    ``cand``, then Michelot's iteration ``tau = (sum_{j in S} v_j - 1) / |S|``,
+    ``S = {j : v_j > tau}`` runs on that list alone, compacting it. Started
+    from any superset of the support, tau rises monotonically to the exact
+    threshold, the sorted method's. ``floor = -1`` is always valid (no output
+    exceeds 1); so is ``(sum_{j in A} v_j - 1) / |A|`` for any index set A.
+
     Rounding can make the count flip back and forth in float32, hence the cap
     of m + 1 passes (written as ``while going``: Numba 0.68 miscompiled a
-    ``while True`` form of such a loop).
+    ``while True`` form of such a loop). The maximum always stays in the list
+    (its relative value 0 exceeds any tau <= -1/k), so the count never hits 0.
+
+    Returns
+    -------
+    tau : threshold relative to vmax; the projection is ``max(v - vmax - tau, 0)``.
+    k : the support is ``cand[:k]`` (ascending indices).
     """
     m = v.shape[0]
     one = ks[1]
-    vmax = v[0]
-    for j in range(1, m):
-        if v[j] > vmax:
-            vmax = v[j]
-    floor = vmax - one
     s = ks[0]
     k = 0
     for j in range(m):
-        if v[j] > floor:
-            cand[k] = v[j]
-            s += v[j]
+        vj = v[j] - vmax
+        if vj > floor:
+            cand[k] = j
+            s += vj
             k += 1
     tau = (s - one) / ks[k]
     passes = 0
@@ -79,17 +99,19 @@ def _simplex_threshold_michelot(v, ks, cand):
         s = ks[0]
         k_new = 0
         for q in range(k):
-            if cand[q] > tau:
-                cand[k_new] = cand[q]
-                s += cand[q]
+            j = cand[q]
+            vj = v[j] - vmax
+            if vj > tau:
+                cand[k_new] = j
+                s += vj
                 k_new += 1
         passes += 1
-        if k_new == k or k_new == 0 or passes > m:
+        if k_new == k or passes > m:
             going = False
         else:
-            k = k_new
-            tau = (s - one) / ks[k]
-    return tau
+            tau = (s - one) / ks[k_new]
+        k = k_new
+    return tau, k
 
 
 @njit(parallel=True, cache=True)
@@ -97,13 +119,15 @@ def project_simplex_rows(V, out, ks, sorted_method):
     """Project every row of ``V`` onto the probability simplex, into ``out``."""
     n, m = V.shape
     zero = ks[0]
+    one = ks[1]
     for i in prange(n):
+        vmax = _vmax(V[i])
         if sorted_method:
-            tau = _simplex_threshold_sorted(V[i], ks)
+            tau = _simplex_threshold_sorted(V[i], vmax, ks)
         else:
-            tau = _simplex_threshold_michelot(V[i], ks, np.empty(m, dtype=V.dtype))
+            tau, _ = _simplex_support_michelot(V[i], vmax, -one, ks, np.empty(m, dtype=np.int64))
         for j in range(m):
-            x = V[i, j] - tau
+            x = (V[i, j] - vmax) - tau
             out[i, j] = x if x > zero else zero
 
 
@@ -155,44 +179,18 @@ def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, cand, z
         for q in range(nz):
             k = zidx[q]
             v[k] += z[k]
-        # a lower bound on tau: from the previous support, or max(v) - 1
+        # project, relative to max(v); a lower bound on tau from the previous
+        # support makes the candidate list short
+        vmax = _vmax(v)
+        floor = -one
         if nx > 0:
             s = ks[0]
             for q in range(nx):
-                s += v[xs[q]]
-            floor = (s - one) / ks[nx]
-        else:
-            floor = v[0]
-            for j in range(1, m):
-                if v[j] > floor:
-                    floor = v[j]
-            floor -= one
-        s = ks[0]
-        k = 0
-        for j in range(m):
-            if v[j] > floor:
-                cand[k] = j
-                s += v[j]
-                k += 1
-        # Michelot on the candidates, compacting the list in place
-        tau = (s - one) / ks[k]
-        passes = 0
-        going = True
-        while going:
-            s = ks[0]
-            k_new = 0
-            for q in range(k):
-                j = cand[q]
-                if v[j] > tau:
-                    cand[k_new] = j
-                    s += v[j]
-                    k_new += 1
-            passes += 1
-            if k_new == k or k_new == 0 or passes > m:
-                going = False
-            else:
-                k = k_new
-                tau = (s - one) / ks[k]
+                s += v[xs[q]] - vmax
+            s = (s - one) / ks[nx]
+            if s > floor:
+                floor = s
+        tau, k = _simplex_support_michelot(v, vmax, floor, ks, cand)
         # x_new = max(v - tau, 0) on cand[:k]; z = x_new + beta (x_new - x_old)
         bt = beta[t]
         for q in range(nz):
@@ -204,7 +202,7 @@ def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, cand, z
         nz = 0
         for q in range(k):
             j = cand[q]
-            xn = v[j] - tau
+            xn = (v[j] - vmax) - tau
             x[j] = xn
             z[j] = xn + bt * xn
             zidx[nz] = j

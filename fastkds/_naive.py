@@ -23,6 +23,9 @@ def project_simplex(V):
     """
     V = np.atleast_2d(V)
     n, m = V.shape
+    # shifting each row by its maximum leaves the projection unchanged and
+    # keeps the "- 1" below from vanishing in rounding when |V| is huge
+    V = V - V.max(axis=1, keepdims=True)
     U = -np.sort(-V, axis=1)
     C = np.cumsum(U, axis=1)
     j = np.arange(1, m + 1, dtype=V.dtype)

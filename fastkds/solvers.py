@@ -6,6 +6,8 @@ sufficient statistics ``X^T X``, ``s = X^T 1`` and ``X^T Y``; the new dictionary
 solves ``(X^T X + 2 lam diag(s)) W = (1 + 2 lam) X^T Y``.
 """
 
+import warnings
+
 import numpy as np
 import scipy.linalg
 
@@ -118,8 +120,11 @@ def solve_dictionary(stats, lam, W_old, *, dead_threshold=0.0):
         A = stats.XtX[np.ix_(alive, alive)] + 2.0 * lam * np.diag(stats.s[alive])
         rhs = (1.0 + 2.0 * lam) * stats.XtY[alive]
         try:
-            W[alive] = scipy.linalg.solve(A, rhs, assume_a="pos", check_finite=False)
-        except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
+            with warnings.catch_warnings():
+                # ill-conditioned counts as singular: take the least-squares branch
+                warnings.simplefilter("error", scipy.linalg.LinAlgWarning)
+                W[alive] = scipy.linalg.solve(A, rhs, assume_a="pos", check_finite=False)
+        except (np.linalg.LinAlgError, scipy.linalg.LinAlgError, scipy.linalg.LinAlgWarning):
             # lam = 0 with linearly dependent codes: least squares picks one minimiser
             W[alive] = scipy.linalg.lstsq(A, rhs, check_finite=False)[0]
     dead = np.flatnonzero(~alive | duplicate_atoms(W))

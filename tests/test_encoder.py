@@ -294,12 +294,6 @@ def test_float32_encoder_terminates_on_adversarial_problems():
 # candidate set {v_j > max(v) - 1} is then empty and the kernel divides by a
 # zero count (ZeroDivisionError, surfacing as SystemError). In float32 this
 # happens for points only ~1e4 away from a unit-scale dictionary.
-@pytest.mark.xfail(
-    strict=True,
-    raises=(SystemError, ZeroDivisionError),
-    reason="BUG: sparse_encode raises SystemError (ZeroDivisionError in the Michelot "
-    "step of _kernels._encode_point: empty candidate set) for points far from the dictionary",
-)
 @pytest.mark.parametrize("dtype,far", [(np.float32, 1e4), (np.float64, 1e9)])
 def test_far_point_is_coded_by_nearest_atom(dtype, far):
     rng = np.random.default_rng(0)

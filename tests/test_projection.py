@@ -320,12 +320,6 @@ def huge_cases(dtype):
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=(SystemError, ZeroDivisionError, AssertionError),
-    reason="BUG: project_simplex fails when |v| exceeds 2**53 (float64) / 2**24 (float32): "
-    "michelot raises ZeroDivisionError (SystemError), sorted returns values far off the simplex",
-)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("method", METHODS)
 def test_huge_values(method, dtype):
@@ -411,11 +405,13 @@ def test_float32_michelot_threshold_kernel_direct():
     m = 64
     V = adversarial_float32(rng, 200, m)
     ks = np.arange(m + 1, dtype=np.float32)
-    cand = np.empty(m, dtype=np.float32)
+    cand = np.empty(m, dtype=np.int64)
     for v in V:
-        t_m = _kernels._simplex_threshold_michelot(v, ks, cand)
-        t_s = _kernels._simplex_threshold_sorted(v, ks)
+        vmax = _kernels._vmax(v)
+        t_m, k = _kernels._simplex_support_michelot(v, vmax, -ks[1], ks, cand)
+        t_s = _kernels._simplex_threshold_sorted(v, vmax, ks)
         assert np.isfinite(t_m)
+        assert 1 <= k <= m
         assert abs(float(t_m) - float(t_s)) <= 4 * m * np.finfo(np.float32).eps * max(1.0, np.abs(v).max())
 
 

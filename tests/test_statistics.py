@@ -199,14 +199,6 @@ def test_singular_lam_zero_gives_a_finite_minimiser(seed):
     assert total_objective(Y, W, X, 0.0) == pytest.approx(total_objective(Y, best, X, 0.0), rel=1e-8)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=(scipy.linalg.LinAlgWarning, AssertionError),
-    reason="BUG: solve_dictionary's lstsq fallback is unreachable for numerically singular "
-    "X^T X (lam=0): scipy.linalg.solve(assume_a='pos') only emits LinAlgWarning, so two "
-    "atoms with identical codes get an arbitrary, rounding-determined split and are not "
-    "flagged as duplicates (for some seeds; others hit the fallback)",
-)
 def test_singular_lam_zero_identical_codes_give_identical_atoms():
     """Atoms with identical codes should end up identical (min-norm least squares)
     and be flagged as duplicates, with no LinAlgWarning reaching the user."""
