@@ -36,6 +36,13 @@ _KDS_PARAMS_DOC = """
         with scikit-learn's D^2 seeding, which spreads the atoms over the data
         and avoids local minima where one region hoards the atoms. An array
         gives the atoms directly.
+    presample : "auto", int or None, default="auto"
+        Warm start for large data: learn first on a random subsample of this
+        many points, then refine on all of them with the same stopping rule.
+        The result is still a fit to all the data; the full passes start near
+        the optimum, so few are needed. ``"auto"`` uses
+        ``max(20000, 200 * n_atoms)`` points when n is at least five times
+        that, else no subsample; ``None`` never subsamples.
     chunk_size : int or None, default=None
         Points encoded at once. ``None`` picks it from a 64 MiB budget, so
         working memory does not grow with n.
@@ -123,6 +130,7 @@ class KDS(TransformerMixin, BaseEstimator):
         max_epochs=100,
         tol=1e-4,
         init="k-means++",
+        presample="auto",
         chunk_size=None,
         random_state=None,
         n_jobs=None,
@@ -134,6 +142,7 @@ class KDS(TransformerMixin, BaseEstimator):
         self.max_epochs = max_epochs
         self.tol = tol
         self.init = init
+        self.presample = presample
         self.chunk_size = chunk_size
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -171,6 +180,20 @@ class KDS(TransformerMixin, BaseEstimator):
         centers, _ = kmeans_plusplus(Y, self.n_atoms, random_state=rng)
         return centers.astype(np.float64)
 
+    def _presample_size(self, n):
+        """Points of the warm-start subsample (0: none)."""
+        if self.presample is None:
+            return 0
+        if isinstance(self.presample, str):
+            if self.presample != "auto":
+                raise ValueError(f"presample must be 'auto', an int or None, got {self.presample!r}")
+            size = max(20_000, 200 * self.n_atoms)
+            return size if n >= 5 * size else 0
+        size = check_positive_int(self.presample, "presample")
+        if size < self.n_atoms:
+            raise ValueError(f"presample={size} is smaller than n_atoms={self.n_atoms}")
+        return size if size < n else 0
+
     def _prepared(self, dtype):
         return PreparedDictionary(self.components_, self.lam, self.n_iter, dtype)
 
@@ -184,34 +207,42 @@ class KDS(TransformerMixin, BaseEstimator):
                 "KDS needs at least as many points as atoms"
             )
         rng = check_random_state(self.random_state)
-        W0 = self._initial_dictionary(Y, rng)
-        bar = None
-        progress = None
-        if self.verbose:
-            from tqdm.auto import tqdm
+        n_pre = self._presample_size(n)
+        # Warm start: learn on a random subsample first, then refine on all
+        # points. The full-data epochs start near the optimum, so few are needed.
+        Y_first = Y[np.sort(rng.choice(n, n_pre, replace=False))] if n_pre else Y
+        W = self._initial_dictionary(Y_first, rng)
+        stages = [("subsample", Y_first), ("all points", Y)] if n_pre else [("all points", Y)]
+        for label, data in stages:
+            bar = None
+            progress = None
+            if self.verbose:
+                from tqdm.auto import tqdm
 
-            bar = tqdm(total=p["max_epochs"], desc="KDS epochs", unit="epoch")
-
-            def progress(epoch, F, n_dead):
-                bar.update(1)
-                bar.set_postfix(objective=f"{F:.6g}", dead=n_dead)
-
-        try:
-            with numba_threads(self.n_jobs):
-                W, history, epochs, converged = fit_alternating(
-                    Y,
-                    W0,
-                    lam=p["lam"],
-                    n_iter=p["n_iter"],
-                    max_epochs=p["max_epochs"],
-                    tol=p["tol"],
-                    chunk_size=self._chunk_size(d),
-                    random_state=rng,
-                    progress=progress,
+                bar = tqdm(
+                    total=p["max_epochs"], desc=f"KDS epochs ({label}, n={data.shape[0]:,})", unit="epoch"
                 )
-        finally:
-            if bar is not None:
-                bar.close()
+
+                def progress(epoch, F, n_dead, bar=bar):
+                    bar.update(1)
+                    bar.set_postfix(objective=f"{F:.6g}", dead=n_dead)
+
+            try:
+                with numba_threads(self.n_jobs):
+                    W, history, epochs, converged = fit_alternating(
+                        data,
+                        W,
+                        lam=p["lam"],
+                        n_iter=p["n_iter"],
+                        max_epochs=p["max_epochs"],
+                        tol=p["tol"],
+                        chunk_size=self._chunk_size(d),
+                        random_state=rng,
+                        progress=progress,
+                    )
+            finally:
+                if bar is not None:
+                    bar.close()
         if not converged and p["max_epochs"] > 1:
             warnings.warn(
                 f"KDS did not converge in max_epochs={p['max_epochs']} epochs "
@@ -331,6 +362,13 @@ class KDSClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     n_atoms : int, default=16
         Number of atoms m.
     """ + _KDS_PARAMS_DOC + """
+    min_component : float, default=0.01
+        Connected components of the code graph holding less than this
+        fraction of the points are outliers (typically a stray point that
+        owns an atom). Each would add an eigenvalue 1 and crowd the real
+        clusters out of the leading eigenvectors, so they are left out of the
+        eigenproblem and their points join the cluster of the nearest kept
+        atom. 0 gives the plain embedding of the paper (SPEC section 6).
     n_init : int, default=10
         k-means restarts.
     max_clusters : int, default=20
@@ -372,6 +410,8 @@ class KDSClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         max_epochs=100,
         tol=1e-4,
         init="k-means++",
+        presample="auto",
+        min_component=0.01,
         n_init=10,
         max_clusters=20,
         chunk_size=None,
@@ -386,6 +426,8 @@ class KDSClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.max_epochs = max_epochs
         self.tol = tol
         self.init = init
+        self.presample = presample
+        self.min_component = min_component
         self.n_init = n_init
         self.max_clusters = max_clusters
         self.chunk_size = chunk_size
@@ -414,6 +456,7 @@ class KDSClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         """
         k = self._check_n_clusters()
         n_init = check_positive_int(self.n_init, "n_init")
+        min_component = check_nonneg_float(self.min_component, "min_component")
         max_clusters = check_positive_int(self.max_clusters, "max_clusters")
         Y = validate_data(self, X, dtype=FLOAT_DTYPES, order="C")
         rng = check_random_state(self.random_state)
@@ -424,6 +467,7 @@ class KDSClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             max_epochs=self.max_epochs,
             tol=self.tol,
             init=self.init,
+            presample=self.presample,
             chunk_size=self.chunk_size,
             random_state=rng.randint(np.iinfo(np.int32).max),
             n_jobs=self.n_jobs,
@@ -440,7 +484,9 @@ class KDSClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         timings["encode"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        spectrum = BipartiteSpectrum(stats.XtX, stats.s)
+        spectrum = BipartiteSpectrum(
+            stats.XtX, stats.s, min_component=min_component, atoms=kds.components_
+        )
         n_clusters = spectrum.eigengap(max_clusters) if k is None else k
         embedding = normalize_rows(spectrum.embed(codes, n_clusters))
         timings["embed"] = time.perf_counter() - t0

@@ -8,6 +8,8 @@ sparse product, never an n x n matrix.
 """
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 
 class BipartiteSpectrum:
@@ -20,6 +22,16 @@ class BipartiteSpectrum:
         ``X^T X`` of the codes.
     s : ndarray of shape (m,)
         Atom degrees ``X^T 1``.
+    min_component : float, default=0.0
+        Connected components of the code graph that hold less than this
+        fraction of the total degree (of the points) are outliers: a point
+        far from the rest that owns an atom forms a tiny component of
+        eigenvalue 1, and a few of them crowd the real clusters out of the
+        leading eigenvectors. They are left out of the eigenproblem; their
+        atoms take the embedding of the nearest kept atom in ``atoms``.
+    atoms : ndarray of shape (m, d) or None
+        The dictionary, to find those nearest kept atoms. Without it the
+        outliers' atoms embed at the origin.
 
     Attributes
     ----------
@@ -29,13 +41,27 @@ class BipartiteSpectrum:
         eigenvalue 1 is the number of connected components of the graph.
     eigenvectors : ndarray of shape (m_used, m_used)
     used : ndarray of bool, shape (m,)
+        Atoms in the eigenproblem: used by some point, and not in an outlier
+        component.
+    n_outlier_atoms : int
+        Atoms left out as outlier components.
     """
 
-    def __init__(self, XtX, s):
+    def __init__(self, XtX, s, *, min_component=0.0, atoms=None):
         s = np.asarray(s, dtype=np.float64)
+        XtX = np.asarray(XtX, dtype=np.float64)
         self.used = s > 0
         if not self.used.any():
             raise ValueError("the codes use no atom: cannot build the spectral embedding")
+        outliers = self._outlier_atoms(XtX, s, min_component)
+        self.n_outlier_atoms = int(outliers.sum())
+        self.used &= ~outliers
+        self._stand_in = None
+        if self.n_outlier_atoms and atoms is not None:
+            kept = np.flatnonzero(self.used)
+            out = np.flatnonzero(outliers)
+            d2 = ((atoms[out, None, :] - atoms[None, kept, :]) ** 2).sum(axis=2)
+            self._stand_in = (out, kept[np.argmin(d2, axis=1)])
         r = 1.0 / np.sqrt(s[self.used])
         M = r[:, None] * np.asarray(XtX, dtype=np.float64)[np.ix_(self.used, self.used)] * r[None, :]
         M = 0.5 * (M + M.T)
@@ -44,6 +70,23 @@ class BipartiteSpectrum:
         self.eigenvalues = np.clip(vals[order], 0.0, None)
         self.eigenvectors = vecs[:, order]
         self._inv_sqrt_s = r
+
+    def _outlier_atoms(self, XtX, s, min_component):
+        """Atoms in components of the atom graph with a small share of the degree."""
+        outliers = np.zeros(s.size, dtype=bool)
+        if min_component <= 0:
+            return outliers
+        used = np.flatnonzero(self.used)
+        # two atoms are linked when some point uses both: X^T X > 0
+        n_comp, label = connected_components(sp.csr_array(XtX[np.ix_(used, used)] > 0), directed=False)
+        if n_comp == 1:
+            return outliers
+        mass = np.bincount(label, weights=s[used], minlength=n_comp)
+        small = mass < min_component * s.sum()
+        if small.all():  # nothing large: keep everything
+            return outliers
+        outliers[used[small[label]]] = True
+        return outliers
 
     def eigengap(self, max_clusters=None):
         """Number of clusters from the largest gap ``lambda_k - lambda_{k+1}``, k >= 2."""
@@ -63,6 +106,9 @@ class BipartiteSpectrum:
         sigma = np.sqrt(np.maximum(self.eigenvalues[:k], np.finfo(np.float64).eps))
         P = np.zeros((self.used.size, k))
         P[self.used] = self._inv_sqrt_s[:, None] * self.eigenvectors[:, :k] / sigma
+        if self._stand_in is not None:
+            out, nearest = self._stand_in
+            P[out] = P[nearest]
         return P
 
     def embed(self, codes, k):
