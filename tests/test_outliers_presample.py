@@ -42,6 +42,7 @@ def test_min_component_zero_keeps_everything():
     assert spec.n_outlier_atoms == 0 and spec.used.all()
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_clustering_survives_far_outliers_owning_atoms():
     # k-means++ seeding puts atoms on far outliers; each then forms its own
     # component of eigenvalue 1. The clusters must still be found.
@@ -76,6 +77,7 @@ def test_presample_reaches_the_same_objective():
     assert warm.score(Y) == pytest.approx(full.score(Y), rel=0.02)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_presample_at_least_n_means_no_subsample():
     Y, _ = make_moons(500, random_state=0)
     a = KDS(8, presample=500, max_epochs=5, random_state=0).fit(Y)

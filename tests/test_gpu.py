@@ -1,0 +1,275 @@
+"""Tests of the optional CUDA path :mod:`fastkds.gpu` against the CPU kernels.
+
+They run on a real GPU, or on the CPU under numba's CUDA simulator::
+
+    NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/test_gpu.py -q
+
+and skip otherwise. The simulator runs each CUDA thread as a Python thread,
+so the problems are tiny (n <= 64 points, m <= 8 atoms, T <= 10); the same
+tests run unchanged on a GPU.
+"""
+
+import os
+
+import numpy as np
+import pytest
+
+if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
+    from numba import cuda
+
+    if not cuda.is_available():
+        pytest.skip(
+            "no CUDA GPU (numba.cuda.is_available() is False) and NUMBA_ENABLE_CUDASIM=1 not set",
+            allow_module_level=True,
+        )
+
+import fastkds  # noqa: E402
+from fastkds import _naive, gpu  # noqa: E402
+from fastkds.encoding import PreparedDictionary, csr_from_dense  # noqa: E402
+from fastkds.solvers import SufficientStatistics, run_epoch  # noqa: E402
+
+DTYPES = [np.float64, np.float32]
+TOL = {np.float64: 1e-10, np.float32: 1e-4}
+
+
+def make_problem(seed, n, d, m, dtype=np.float64):
+    """Data near a random dictionary, on the scale of the atoms."""
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(m, d))
+    Y = rng.normal(size=(n, d)) * 1.2 + 0.3
+    return Y.astype(dtype), W
+
+
+def sparse_codes(rng, n, m, max_support=3, dtype=np.float64):
+    """Random rows on the simplex with 1..max_support nonzeros."""
+    X = np.zeros((n, m))
+    for i in range(n):
+        k = int(rng.integers(1, min(max_support, m) + 1))
+        idx = rng.choice(m, size=k, replace=False)
+        X[i, idx] = rng.dirichlet(np.ones(k))
+    return X.astype(dtype)
+
+
+def assert_same_structure(A, B):
+    np.testing.assert_array_equal(np.asarray(A.indptr), np.asarray(B.indptr))
+    np.testing.assert_array_equal(np.asarray(A.indices), np.asarray(B.indices))
+
+
+# --------------------------------------------------------------------------
+# encoder
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("d,m,lam,T", [(2, 6, 1.0, 10), (3, 8, 0.1, 7), (2, 5, 0.0, 10)])
+def test_encode_dense_matches_cpu_and_oracle(d, m, lam, T, dtype):
+    Y, W = make_problem(100 * d + 10 * m + T, 48, d, m, dtype)
+    prepared = gpu.CudaPreparedDictionary(W, lam, T, dtype)
+    cpu = PreparedDictionary(W, lam, T, dtype)
+    assert prepared.alpha_value == cpu.alpha_value
+    assert prepared.n_atoms == m and prepared.dtype == np.dtype(dtype)
+    X, obj = prepared.encode_dense(Y)
+    assert X.dtype == np.dtype(dtype) and obj.dtype == np.dtype(dtype)
+    assert X.shape == (48, m) and obj.shape == (48,)
+    ref_cpu = fastkds.sparse_encode(Y, W, lam=lam, n_iter=T).toarray()
+    ref_naive = _naive.encode(Y, W.astype(dtype), lam, T)
+    np.testing.assert_allclose(X, ref_cpu, rtol=0, atol=TOL[dtype])
+    np.testing.assert_allclose(X, ref_naive, rtol=0, atol=TOL[dtype])
+    assert np.all(X >= 0)
+    np.testing.assert_allclose(X.sum(axis=1, dtype=np.float64), 1.0, rtol=0, atol=10 * TOL[dtype])
+    f = _naive.objective(Y.astype(np.float64), W, X.astype(np.float64), lam)
+    np.testing.assert_allclose(obj, f, rtol=10 * TOL[dtype], atol=10 * TOL[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_codes_do_not_depend_on_launch_configuration(dtype):
+    """Fewer threads than points (grid-stride loop, threads beyond the
+    scratch slots) give the very same codes: each point has one thread."""
+    Y, W = make_problem(7, 40, 2, 6, dtype)
+    ref = gpu.CudaPreparedDictionary(W, 2.0, 9, dtype)
+    X0, obj0 = (a.copy() for a in ref.encode_dense(Y))
+    for tpb, slots in [(32, 5), (64, 17), (32, 40)]:
+        prepared = gpu.CudaPreparedDictionary(W, 2.0, 9, dtype, threads_per_block=tpb)
+        X, obj = prepared.encode_dense(Y, prepared.allocate(40, n_slots=slots))
+        np.testing.assert_array_equal(X, X0)
+        np.testing.assert_array_equal(obj, obj0)
+
+
+def test_buffers_are_reused_across_chunks():
+    Y, W = make_problem(3, 30, 2, 5)
+    prepared = gpu.CudaPreparedDictionary(W, 1.0, 8, np.float64)
+    buffers = prepared.allocate(16)
+    parts = [prepared.encode_dense(Y[a:b], buffers)[0].copy() for a, b in [(0, 16), (16, 30)]]
+    ref = fastkds.sparse_encode(Y, W, lam=1.0, n_iter=8).toarray()
+    np.testing.assert_allclose(np.vstack(parts), ref, rtol=0, atol=TOL[np.float64])
+
+
+def test_far_points_and_single_atom():
+    """Huge locality weights (projection relative to max(v)) and m = 1."""
+    Y, W = make_problem(11, 12, 2, 5)
+    Y[:4] *= 1e6
+    prepared = gpu.CudaPreparedDictionary(W, 5.0, 10, np.float64)
+    X, _ = prepared.encode_dense(Y)
+    ref = fastkds.sparse_encode(Y, W, lam=5.0, n_iter=10).toarray()
+    np.testing.assert_allclose(X, ref, rtol=0, atol=TOL[np.float64])
+    assert np.all(np.isfinite(X))
+    one = gpu.CudaPreparedDictionary(W[:1], 1.0, 5, np.float32)
+    X1, _ = one.encode_dense(Y[:8].astype(np.float32))
+    np.testing.assert_array_equal(X1, np.ones((8, 1), dtype=np.float32))
+
+
+def test_wrong_input_is_refused():
+    Y, W = make_problem(1, 8, 2, 4)
+    prepared = gpu.CudaPreparedDictionary(W, 1.0, 5, np.float64)
+    with pytest.raises(ValueError, match="float64"):
+        prepared.encode_dense(Y.astype(np.float32))
+    with pytest.raises(ValueError, match="exceeds"):
+        prepared.encode_dense(Y, prepared.allocate(4))
+    with pytest.raises(ValueError, match="columns"):
+        gpu.encode_csr_cuda(np.zeros((4, 3)), prepared, 4)
+
+
+# --------------------------------------------------------------------------
+# CSR assembly
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("chunk_size", [16, 64])
+def test_encode_csr_matches_cpu(chunk_size, dtype):
+    n, m = 50, 7
+    Y, W = make_problem(5, n, 3, m, dtype)
+    prepared = gpu.CudaPreparedDictionary(W, 0.5, 10, dtype)
+    C, obj = gpu.encode_csr_cuda(Y, prepared, chunk_size, return_objective=True)
+    ref = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=10)
+    assert C.shape == (n, m) and C.dtype == np.dtype(dtype)
+    assert C.has_canonical_format
+    assert np.all(C.data > 0)
+    assert_same_structure(C, ref)
+    np.testing.assert_allclose(C.data, ref.data, rtol=0, atol=TOL[dtype])
+    # the device assembly of the device's own dense codes equals the CPU's
+    X, obj_dense = prepared.encode_dense(Y)
+    ip, ix, dt = csr_from_dense(X)
+    np.testing.assert_array_equal(C.indptr, ip)
+    np.testing.assert_array_equal(C.indices, ix)
+    np.testing.assert_array_equal(C.data, dt)
+    np.testing.assert_array_equal(obj, obj_dense)
+
+
+def test_encode_csr_single_row_and_empty():
+    Y, W = make_problem(9, 1, 2, 4)
+    prepared = gpu.CudaPreparedDictionary(W, 1.0, 6, np.float64)
+    C = gpu.encode_csr_cuda(Y, prepared, 8)
+    assert_same_structure(C, fastkds.sparse_encode(Y, W, lam=1.0, n_iter=6))
+    E = gpu.encode_csr_cuda(Y[:0], prepared, 8)
+    assert E.shape == (0, 4) and E.nnz == 0
+
+
+# --------------------------------------------------------------------------
+# sufficient statistics
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_statistics_match_naive(dtype):
+    rng = np.random.default_rng(21)
+    n, m, d = 60, 6, 3
+    X = sparse_codes(rng, n, m, dtype=dtype)
+    Y = rng.normal(size=(n, d)).astype(dtype)
+    ip, ix, dt = csr_from_dense(X)
+    XtX, s, XtY = gpu.statistics_cuda(ip, ix, dt, Y, n_atoms=m)
+    for got, want in zip((XtX, s, XtY), _naive.statistics(X, Y)):
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_statistics_do_not_depend_on_chunking(monkeypatch):
+    """Parts of fixed size added in order: any chunk size and launch gives
+    bitwise the same sums (small parts here, to have many of them)."""
+    monkeypatch.setattr(gpu, "STATS_ROWS", 8)
+    rng = np.random.default_rng(4)
+    n, m, d = 61, 5, 2
+    X = sparse_codes(rng, n, m)
+    Y = rng.normal(size=(n, d)) * 1e3  # large values make order visible
+    ip, ix, dt = csr_from_dense(X)
+    ref = gpu.statistics_cuda(ip, ix, dt, Y, n_atoms=m)
+    for chunk in (8, 13, 24):
+        got = gpu.statistics_cuda(ip, ix, dt, Y, n_atoms=m, chunk_size=chunk)
+        for a, b in zip(got, ref):
+            np.testing.assert_array_equal(a, b)
+    monkeypatch.setattr(gpu, "THREADS", 32)
+    monkeypatch.setattr(gpu, "MAX_BLOCKS", 2)  # grid-stride loops in all kernels
+    for a, b in zip(gpu.statistics_cuda(ip, ix, dt, Y, n_atoms=m), ref):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(ref, _naive.statistics(X, Y)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-9)
+
+
+def test_statistics_unused_trailing_atom_and_offset_indptr():
+    rng = np.random.default_rng(8)
+    X = sparse_codes(rng, 20, 4)
+    X = np.hstack([X, np.zeros((20, 1))])  # atom 4 never used
+    Y = rng.normal(size=(20, 2))
+    ip, ix, dt = csr_from_dense(X)
+    XtX, s, XtY = gpu.statistics_cuda(ip[5:], ix, dt, Y[5:], n_atoms=5)
+    for got, want in zip((XtX, s, XtY), _naive.statistics(X[5:], Y[5:])):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+# --------------------------------------------------------------------------
+# a whole epoch
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_run_epoch_cuda_matches_cpu(dtype):
+    n, d, m = 45, 2, 5
+    Y, W = make_problem(13, n, d, m, dtype)
+    cpu_stats = SufficientStatistics(m, d, n_candidates=m, random_state=np.random.RandomState(0))
+    cpu_codes = []
+    run_epoch(Y, PreparedDictionary(W, 1.5, 8, dtype), 16, cpu_stats, codes_out=cpu_codes)
+    gpu_stats = SufficientStatistics(m, d, n_candidates=m, random_state=np.random.RandomState(0))
+    gpu_codes = []
+    prepared = gpu.CudaPreparedDictionary(W, 1.5, 8, dtype)
+    gpu.run_epoch_cuda(Y, prepared, 16, gpu_stats, codes_out=gpu_codes)
+    tol = TOL[dtype]
+    np.testing.assert_allclose(gpu_stats.XtX, cpu_stats.XtX, rtol=tol, atol=tol)
+    np.testing.assert_allclose(gpu_stats.s, cpu_stats.s, rtol=tol, atol=tol)
+    np.testing.assert_allclose(gpu_stats.XtY, cpu_stats.XtY, rtol=tol, atol=tol)
+    assert gpu_stats.n_samples == cpu_stats.n_samples == n
+    np.testing.assert_allclose(gpu_stats.mean_objective, cpu_stats.mean_objective, rtol=tol)
+    assert gpu_stats.candidates.shape == cpu_stats.candidates.shape
+    assert len(gpu_codes) == len(cpu_codes) == 3
+    for (a_ip, a_ix, a_dt), (b_ip, b_ix, b_dt) in zip(gpu_codes, cpu_codes):
+        np.testing.assert_array_equal(a_ip, b_ip)
+        np.testing.assert_array_equal(a_ix, b_ix)
+        np.testing.assert_allclose(a_dt, b_dt, rtol=0, atol=tol)
+
+
+def test_prepared_dictionary_is_a_drop_in_for_run_epoch():
+    """The CPU epoch loop accepts the CUDA dictionary unchanged (dense codes
+    copied back, CSR and statistics on the host)."""
+    n, d, m = 30, 2, 4
+    Y, W = make_problem(17, n, d, m)
+    a = run_epoch(Y, PreparedDictionary(W, 1.0, 6, np.float64), 12, SufficientStatistics(m, d))
+    b = run_epoch(Y, gpu.CudaPreparedDictionary(W, 1.0, 6, np.float64), 12, SufficientStatistics(m, d))
+    np.testing.assert_allclose(b.XtX, a.XtX, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(b.XtY, a.XtY, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(b.objective_sum, a.objective_sum, rtol=1e-10)
+
+
+# --------------------------------------------------------------------------
+# availability
+# --------------------------------------------------------------------------
+
+
+def test_require_cuda_names_the_cause(monkeypatch):
+    assert gpu.cuda_available()
+    gpu.require_cuda()
+    monkeypatch.setattr(gpu, "in_simulator", lambda: False)
+    monkeypatch.setattr(gpu.cuda, "is_available", lambda: False)
+    assert not gpu.cuda_available()
+    with pytest.raises(RuntimeError, match="numba.cuda reports no CUDA driver/GPU"):
+        gpu.require_cuda()
+    with pytest.raises(RuntimeError, match="numba.cuda reports no CUDA driver/GPU"):
+        gpu.CudaPreparedDictionary(np.eye(2), 1.0, 3, np.float64)
