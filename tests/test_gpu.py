@@ -221,8 +221,10 @@ def test_statistics_unused_trailing_atom_and_offset_indptr():
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_run_epoch_cuda_matches_cpu(dtype):
+@pytest.mark.parametrize(
+    "dtype,buffer_sets", [(np.float64, None), (np.float32, None), (np.float64, 1), (np.float64, 3)]
+)
+def test_run_epoch_cuda_matches_cpu(dtype, buffer_sets):
     n, d, m = 45, 2, 5
     Y, W = make_problem(13, n, d, m, dtype)
     cpu_stats = SufficientStatistics(m, d, n_candidates=m, random_state=np.random.RandomState(0))
@@ -231,7 +233,12 @@ def test_run_epoch_cuda_matches_cpu(dtype):
     gpu_stats = SufficientStatistics(m, d, n_candidates=m, random_state=np.random.RandomState(0))
     gpu_codes = []
     prepared = gpu.CudaPreparedDictionary(W, 1.5, 8, dtype)
-    gpu.run_epoch_cuda(Y, prepared, 16, gpu_stats, codes_out=gpu_codes)
+    buffers = None
+    if buffer_sets == 1:  # as fit_alternating allocates: one set, reused
+        buffers = prepared.allocate(16)
+    elif buffer_sets:
+        buffers = [prepared.allocate(20) for _ in range(buffer_sets)]
+    gpu.run_epoch_cuda(Y, prepared, 16, gpu_stats, buffers, codes_out=gpu_codes)
     tol = TOL[dtype]
     np.testing.assert_allclose(gpu_stats.XtX, cpu_stats.XtX, rtol=tol, atol=tol)
     np.testing.assert_allclose(gpu_stats.s, cpu_stats.s, rtol=tol, atol=tol)
@@ -244,6 +251,33 @@ def test_run_epoch_cuda_matches_cpu(dtype):
         np.testing.assert_array_equal(a_ip, b_ip)
         np.testing.assert_array_equal(a_ix, b_ix)
         np.testing.assert_allclose(a_dt, b_dt, rtol=0, atol=tol)
+
+
+def test_buffers_carry_over_epochs_and_are_checked():
+    """Buffers from one dictionary serve the next (same shape and dtype)."""
+    n, d, m = 24, 2, 4
+    Y, W = make_problem(19, n, d, m)
+    first = gpu.CudaPreparedDictionary(W, 1.0, 6, np.float64)
+    buffers = first.allocate(12)
+    second = gpu.CudaPreparedDictionary(W[::-1] * 1.1, 1.0, 6, np.float64)
+    for prepared, W_used in ((first, W), (second, W[::-1] * 1.1)):
+        codes = []
+        stats = gpu.run_epoch_cuda(Y, prepared, 12, SufficientStatistics(m, d), buffers, codes_out=codes)
+        ref = fastkds.sparse_encode(Y, W_used, lam=1.0, n_iter=6)
+        assert_same_structure(gpu.concatenate_csr(codes, m, np.float64), ref)
+        for got, want in zip((stats.XtX, stats.s, stats.XtY), _naive.statistics(ref.toarray(), Y)):
+            np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="buffers hold 12 rows"):
+        gpu.run_epoch_cuda(Y, first, 24, None, buffers)
+    with pytest.raises(ValueError, match="float32"):
+        prepared32 = gpu.CudaPreparedDictionary(W, 1.0, 6, np.float32)
+        gpu.encode_csr_cuda(Y.astype(np.float32), prepared32, 12, buffers=buffers)
+
+
+def test_default_chunk_size_cuda():
+    moons = gpu.default_chunk_size_cuda(2, 24, 8)
+    mnist = gpu.default_chunk_size_cuda(784, 500, 4)
+    assert 1 << 12 <= mnist < moons <= 1 << 21
 
 
 def test_prepared_dictionary_is_a_drop_in_for_run_epoch():

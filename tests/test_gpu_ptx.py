@@ -1,0 +1,80 @@
+"""Every CUDA kernel of :mod:`fastkds.gpu` compiles to PTX, and the float32
+kernels do no float64 arithmetic (a Python float literal would promote it).
+
+Needs NVVM (a CUDA toolkit: ``CUDA_HOME``, conda, or the pip wheel
+``nvidia-cuda-nvcc-cu12`` pointed to by ``CUDA_HOME=.../nvidia/cuda_nvcc``),
+but no GPU: without one, the compute capability is fixed at 9.0. Skips under
+the simulator (it compiles nothing) and where NVVM is missing.
+"""
+
+import os
+import re
+
+import numpy as np
+import pytest
+
+if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+    pytest.skip("the CUDA simulator compiles no PTX", allow_module_level=True)
+
+from numba import cuda, types  # noqa: E402
+
+try:
+    from numba.cuda.cudadrv import nvvm
+
+    nvvm.NVVM()
+except Exception as exc:  # no toolkit here
+    pytest.skip(
+        f"NVVM not found ({type(exc).__name__}): no CUDA toolkit to compile with", allow_module_level=True
+    )
+
+from fastkds import gpu  # noqa: E402
+
+
+def signatures(dt):
+    A1, A2 = types.Array(dt, 1, "C"), types.Array(dt, 2, "C")
+    I1, I2 = types.Array(types.int32, 1, "C"), types.Array(types.int32, 2, "C")
+    L1 = types.Array(types.int64, 1, "C")
+    F2, F3 = types.Array(types.float64, 2, "C"), types.Array(types.float64, 3, "C")
+    i64 = types.int64
+    scratch = (A2,) * 5 + (I2,) * 3
+    return {
+        "_encode_kernel": (A2, A1, A2, A1, dt, dt, A1, A1, i64, A2, A1) + scratch,
+        "_bt_kernel": (A2, A2, i64, A1, A2),
+        "_sqnorm_kernel": (A2, i64, A1, A1),
+        "_count_kernel": (A2, i64, L1),
+        "_fill_kernel": (A2, i64, L1, I1, A1),
+        "_stats_partial_kernel": (L1, I1, A1, A2, i64, i64, F3),
+        "_stats_reduce_kernel": (F3, i64, F2),
+        "_zero_kernel": (F2,),
+    }
+
+
+#: Kernels whose arithmetic is float64 by design (the statistics accumulate in it).
+FLOAT64_BY_DESIGN = {"_stats_partial_kernel", "_stats_reduce_kernel", "_zero_kernel"}
+
+
+@pytest.fixture
+def any_device(monkeypatch):
+    """Without a GPU, device functions ask the driver for a compute
+    capability; answer 9.0 (sm_90, the H100/H200) instead."""
+    if not cuda.is_available():
+        import numba.cuda.dispatcher as dispatcher
+
+        if not hasattr(dispatcher, "get_current_device"):
+            pytest.skip("this numba.cuda needs a device to compile device functions")
+
+        class Device:
+            compute_capability = (9, 0)
+
+        monkeypatch.setattr(dispatcher, "get_current_device", lambda: Device())
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_kernels_compile_and_float32_stays_float32(dtype, any_device):
+    dt = types.float32 if dtype == np.float32 else types.float64
+    for name, sig in signatures(dt).items():
+        ptx, _ = cuda.compile_ptx(getattr(gpu, name).py_func, sig, cc=(9, 0))
+        assert ".entry" in ptx, name
+        if dtype == np.float32 and name not in FLOAT64_BY_DESIGN:
+            f64 = re.findall(r"^\s*\S*\.f64\b.*$", ptx, flags=re.M)
+            assert not f64, f"{name}: float64 arithmetic in the float32 kernel: {f64[:3]}"
