@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _kernels
-from ._config import default_chunk_size, numba_threads
+from ._config import numba_threads
 from ._validation import check_data, check_dictionary, check_nonneg_float, check_positive_int
 
 
@@ -160,23 +160,7 @@ def iter_chunks(n, chunk_size):
         yield start, min(start + chunk_size, n)
 
 
-def encode_csr(Y, prepared, chunk_size, *, return_objective=False):
-    """Encode validated data chunk by chunk into one CSR array (no thread setup)."""
-    parts = []
-    objectives = []
-    buffers = prepared.allocate(min(chunk_size, Y.shape[0]))
-    for start, stop in iter_chunks(Y.shape[0], chunk_size):
-        X, obj = prepared.encode_dense(Y[start:stop], buffers)
-        parts.append(csr_from_dense(X))
-        objectives.append(obj.copy())
-    codes = concatenate_csr(parts, prepared.n_atoms, prepared.dtype)
-    if return_objective:
-        obj = np.concatenate(objectives) if objectives else np.empty(0, prepared.dtype)
-        return codes, obj
-    return codes
-
-
-def sparse_encode(Y, dictionary, *, lam=1.0, n_iter=50, chunk_size=None, n_jobs=None):
+def sparse_encode(Y, dictionary, *, lam=1.0, n_iter=50, chunk_size=None, n_jobs=None, device="cpu"):
     """Sparse simplex codes of ``Y`` in a fixed dictionary (the KDS encoder).
 
     Runs T steps of accelerated projected gradient on
@@ -195,6 +179,8 @@ def sparse_encode(Y, dictionary, *, lam=1.0, n_iter=50, chunk_size=None, n_jobs=
         Rows encoded at once; by default chosen from a 64 MiB budget.
     n_jobs : int or None
         Numba threads (None: all).
+    device : {"cpu", "cuda", "auto"}, default="cpu"
+        Run the kernels on the CPU or, with numba.cuda, on a GPU.
 
     Returns
     -------
@@ -205,9 +191,14 @@ def sparse_encode(Y, dictionary, *, lam=1.0, n_iter=50, chunk_size=None, n_jobs=
     W = check_dictionary(dictionary, Y.shape[1], Y.dtype)
     lam = check_nonneg_float(lam, "lam")
     n_iter = check_positive_int(n_iter, "n_iter")
+    from ._backends import get_backend
+
+    backend = get_backend(device)
     if chunk_size is None:
-        chunk_size = default_chunk_size(Y.shape[1], W.shape[0], Y.dtype.itemsize)
+        chunk_size = backend.chunk_size(Y.shape[1], W.shape[0], Y.dtype.itemsize)
     chunk_size = check_positive_int(chunk_size, "chunk_size")
-    prepared = PreparedDictionary(W, lam, n_iter, Y.dtype)
+    prepared = backend.prepare(W, lam, n_iter, Y.dtype)
+    parts = []
     with numba_threads(n_jobs):
-        return encode_csr(Y, prepared, chunk_size)
+        backend.run_epoch(Y, prepared, chunk_size, codes_out=parts)
+    return concatenate_csr(parts, W.shape[0], Y.dtype)

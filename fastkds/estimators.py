@@ -13,10 +13,11 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._config import default_chunk_size, numba_threads, effective_n_jobs
+from ._backends import get_backend
+from ._config import effective_n_jobs, numba_threads
 from ._validation import FLOAT_DTYPES, check_nonneg_float, check_positive_int
 from .encoding import PreparedDictionary, concatenate_csr
-from .solvers import SufficientStatistics, fit_alternating, run_epoch
+from .solvers import SufficientStatistics, fit_alternating
 from .spectral import BipartiteSpectrum, normalize_rows
 
 _KDS_PARAMS_DOC = """
@@ -53,6 +54,11 @@ _KDS_PARAMS_DOC = """
         not depend on it.
     verbose : int, default=0
         Show a progress bar over the epochs when > 0.
+    device : {"cpu", "cuda", "auto"}, default="cpu"
+        Where encoding, CSR assembly and the statistics run: the Numba CPU
+        kernels, or their numba.cuda twins on a GPU. ``"cuda"`` raises a
+        RuntimeError naming the cause when no GPU can be used; ``"auto"``
+        uses one when available and otherwise warns once and runs on the CPU.
 """
 
 
@@ -135,6 +141,7 @@ class KDS(TransformerMixin, BaseEstimator):
         random_state=None,
         n_jobs=None,
         verbose=0,
+        device="cpu",
     ):
         self.n_atoms = n_atoms
         self.lam = lam
@@ -147,6 +154,7 @@ class KDS(TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.device = device
 
     # -- helpers -----------------------------------------------------------
 
@@ -165,10 +173,10 @@ class KDS(TransformerMixin, BaseEstimator):
             raise TypeError(f"verbose must be an int, got {self.verbose!r}")
         return p
 
-    def _chunk_size(self, n_features):
+    def _chunk_size(self, backend, n_features):
         if self.chunk_size is not None:
             return self.chunk_size
-        return default_chunk_size(n_features, self.n_atoms, 8)
+        return backend.chunk_size(n_features, self.n_atoms, 8)
 
     def _initial_dictionary(self, Y, rng):
         init = _check_init(self.init, self.n_atoms, Y.shape[1])
@@ -194,8 +202,26 @@ class KDS(TransformerMixin, BaseEstimator):
             raise ValueError(f"presample={size} is smaller than n_atoms={self.n_atoms}")
         return size if size < n else 0
 
-    def _prepared(self, dtype):
-        return PreparedDictionary(self.components_, self.lam, self.n_iter, dtype)
+    def _progress_bar(self, desc, total):
+        """A tqdm bar and its per-epoch callback, or (None, None) when quiet."""
+        if not self.verbose:
+            return None, None
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=total, desc=desc, unit="epoch")
+
+        def progress(epoch, F, n_dead):
+            bar.update(1)
+            bar.set_postfix(objective=f"{F:.6g}", dead=n_dead)
+
+        return bar, progress
+
+    def _run(self, Y, stats=None, codes_out=None):
+        """One encoding pass over validated ``Y`` with the learned dictionary."""
+        backend = get_backend(self.device)
+        prepared = backend.prepare(self.components_, self.lam, self.n_iter, Y.dtype)
+        with numba_threads(self.n_jobs):
+            backend.run_epoch(Y, prepared, self._chunk_size(backend, Y.shape[1]), stats, codes_out=codes_out)
 
     def _fit_validated(self, Y):
         """Fit on data already checked by ``validate_data``."""
@@ -206,6 +232,7 @@ class KDS(TransformerMixin, BaseEstimator):
                 f"n_samples={n} is smaller than n_atoms={p['n_atoms']}: "
                 "KDS needs at least as many points as atoms"
             )
+        backend = get_backend(self.device)
         rng = check_random_state(self.random_state)
         n_pre = self._presample_size(n)
         # Warm start: learn on a random subsample first, then refine on all
@@ -214,19 +241,7 @@ class KDS(TransformerMixin, BaseEstimator):
         W = self._initial_dictionary(Y_first, rng)
         stages = [("subsample", Y_first), ("all points", Y)] if n_pre else [("all points", Y)]
         for label, data in stages:
-            bar = None
-            progress = None
-            if self.verbose:
-                from tqdm.auto import tqdm
-
-                bar = tqdm(
-                    total=p["max_epochs"], desc=f"KDS epochs ({label}, n={data.shape[0]:,})", unit="epoch"
-                )
-
-                def progress(epoch, F, n_dead, bar=bar):
-                    bar.update(1)
-                    bar.set_postfix(objective=f"{F:.6g}", dead=n_dead)
-
+            bar, progress = self._progress_bar(f"KDS epochs ({label}, n={data.shape[0]:,})", p["max_epochs"])
             try:
                 with numba_threads(self.n_jobs):
                     W, history, epochs, converged = fit_alternating(
@@ -236,8 +251,9 @@ class KDS(TransformerMixin, BaseEstimator):
                         n_iter=p["n_iter"],
                         max_epochs=p["max_epochs"],
                         tol=p["tol"],
-                        chunk_size=self._chunk_size(d),
+                        chunk_size=self._chunk_size(backend, d),
                         random_state=rng,
+                        backend=backend,
                         progress=progress,
                     )
             finally:
@@ -257,12 +273,9 @@ class KDS(TransformerMixin, BaseEstimator):
 
     def _encode(self, Y, *, statistics=False):
         """Codes of validated ``Y`` and, optionally, their sufficient statistics."""
-        prepared = self._prepared(Y.dtype)
-        chunk = self._chunk_size(Y.shape[1])
         stats = SufficientStatistics(self.n_atoms, Y.shape[1])
         parts = []
-        with numba_threads(self.n_jobs):
-            run_epoch(Y, prepared, chunk, stats if statistics else None, codes_out=parts)
+        self._run(Y, stats if statistics else None, codes_out=parts)
         codes = concatenate_csr(parts, self.n_atoms, Y.dtype)
         return (codes, stats) if statistics else codes
 
@@ -337,8 +350,7 @@ class KDS(TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         Y = validate_data(self, X, dtype=FLOAT_DTYPES, order="C", reset=False)
         stats = SufficientStatistics(self.n_atoms, Y.shape[1])
-        with numba_threads(self.n_jobs):
-            run_epoch(Y, self._prepared(Y.dtype), self._chunk_size(Y.shape[1]), stats)
+        self._run(Y, stats)
         return -stats.mean_objective
 
     def __sklearn_tags__(self):
@@ -418,6 +430,7 @@ class KDSClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         random_state=None,
         n_jobs=None,
         verbose=0,
+        device="cpu",
     ):
         self.n_clusters = n_clusters
         self.n_atoms = n_atoms
@@ -434,6 +447,7 @@ class KDSClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.verbose = verbose
+        self.device = device
 
     def _check_n_clusters(self):
         if isinstance(self.n_clusters, str):
@@ -472,6 +486,7 @@ class KDSClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             random_state=rng.randint(np.iinfo(np.int32).max),
             n_jobs=self.n_jobs,
             verbose=self.verbose,
+            device=self.device,
         )
         timings = {}
         t0 = time.perf_counter()

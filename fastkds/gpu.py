@@ -791,7 +791,7 @@ def _check_data(Y, prepared):
 def encode_csr_cuda(Y, prepared, chunk_size, *, return_objective=False, buffers=None):
     """Encode ``Y`` on the GPU chunk by chunk into one CSR array.
 
-    Twin of :func:`fastkds.encoding.encode_csr`: the dense codes never leave
+    Twin of :func:`fastkds.sparse_encode`'s CPU pass: the dense codes never leave
     the device; each chunk's CSR arrays are assembled there and copied back.
 
     Parameters

@@ -12,7 +12,7 @@ import numpy as np
 import scipy.linalg
 
 from . import _kernels
-from .encoding import PreparedDictionary, csr_from_dense, iter_chunks
+from .encoding import csr_from_dense, iter_chunks
 
 #: Bytes allowed for the per-part partial statistics of one chunk.
 _PARTIALS_BUDGET = 64 * 2**20
@@ -153,7 +153,7 @@ def run_epoch(Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None)
 
 
 def fit_alternating(
-    Y, W_init, *, lam, n_iter, max_epochs, tol, chunk_size, random_state, progress=None
+    Y, W_init, *, lam, n_iter, max_epochs, tol, chunk_size, random_state, backend, progress=None
 ):
     """Alternating minimisation with the exact dictionary step.
 
@@ -170,6 +170,8 @@ def fit_alternating(
     chunk_size : int
     random_state : numpy RandomState
         Draws the points that re-seed dead atoms.
+    backend : fastkds._backends.CpuBackend or CudaBackend
+        Where the encoding and the statistics run.
     progress : callable or None
         Called as ``progress(epoch, mean_objective, n_dead)`` after each epoch.
 
@@ -189,10 +191,11 @@ def fit_alternating(
     converged = False
     epoch = 0
     for epoch in range(1, max_epochs + 1):
-        prepared = PreparedDictionary(W, lam, n_iter, Y.dtype)
-        if buffers is None:
-            buffers = prepared.allocate(min(chunk_size, n))
-        stats = run_epoch(Y, prepared, chunk_size, SufficientStatistics(m, d, n_candidates=m, random_state=random_state), buffers)
+        prepared = backend.prepare(W, lam, n_iter, Y.dtype)
+        if buffers is None:  # same shapes every epoch: allocate once
+            buffers = backend.allocate(prepared, min(chunk_size, n))
+        stats = SufficientStatistics(m, d, n_candidates=m, random_state=random_state)
+        backend.run_epoch(Y, prepared, chunk_size, stats, buffers)
         F = stats.mean_objective
         W, n_dead = solve_dictionary(stats, lam, W)
         if progress is not None:

@@ -307,3 +307,30 @@ def test_require_cuda_names_the_cause(monkeypatch):
         gpu.require_cuda()
     with pytest.raises(RuntimeError, match="numba.cuda reports no CUDA driver/GPU"):
         gpu.CudaPreparedDictionary(np.eye(2), 1.0, 3, np.float64)
+
+
+# --------------------------------------------------------------------------
+# estimators with device="cuda"
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_kds_fit_on_cuda_matches_cpu():
+    Y, _ = fastkds.make_moons(48, random_state=0)
+    kw = dict(lam=5.0, n_iter=6, max_epochs=2, random_state=0)
+    cpu = fastkds.KDS(4, device="cpu", **kw).fit(Y)
+    gpu_model = fastkds.KDS(4, device="cuda", **kw).fit(Y)
+    np.testing.assert_allclose(gpu_model.components_, cpu.components_, rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(gpu_model.objective_, cpu.objective_, rtol=1e-9)
+    a, b = gpu_model.transform(Y), cpu.transform(Y)
+    np.testing.assert_array_equal(a.indptr, b.indptr)
+    np.testing.assert_allclose(a.toarray(), b.toarray(), atol=1e-10)
+
+
+def test_sparse_encode_device_cuda_matches_cpu():
+    Y, W = make_problem(3, 40, 3, 5)
+    a = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=8, device="cuda")
+    b = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=8, device="cpu")
+    np.testing.assert_array_equal(a.indptr, b.indptr)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_allclose(a.data, b.data, atol=1e-10)

@@ -10,6 +10,12 @@ import sys
 import pytest
 
 
+def _cuda_usable():
+    from fastkds import gpu
+
+    return gpu.cuda_available()
+
+
 def run_python(code, **env):
     full = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     full.update(env)
@@ -45,3 +51,25 @@ def test_without_gpu_the_error_names_the_cause():
     assert res.returncode == 0, res.stdout + res.stderr
     if "HAS_GPU" in res.stdout:
         pytest.skip("a GPU is present: nothing to refuse")
+
+
+def test_device_argument_validated():
+    import fastkds
+
+    Y, _ = fastkds.make_moons(50, random_state=0)
+    with pytest.raises(ValueError, match="device must be one of"):
+        fastkds.KDS(4, device="gpu", max_epochs=1).fit(Y)
+    with pytest.raises(ValueError, match="device must be one of"):
+        fastkds.sparse_encode(Y, Y[:4], device=None)
+
+
+@pytest.mark.skipif(_cuda_usable(), reason="a GPU (or the simulator) is available here")
+def test_device_cuda_without_gpu_names_the_cause_and_auto_falls_back():
+    import fastkds
+
+    Y, _ = fastkds.make_moons(50, random_state=0)
+    with pytest.raises(RuntimeError, match="no CUDA driver/GPU"):
+        fastkds.KDS(4, device="cuda", max_epochs=1).fit(Y)
+    with pytest.warns(RuntimeWarning, match="running on the CPU"):
+        model = fastkds.KDS(4, device="auto", max_epochs=1).fit(Y)
+    assert model.transform(Y).shape == (50, 4)

@@ -11,7 +11,6 @@ import warnings
 
 import numpy as np
 import pytest
-import scipy.linalg
 
 import fastkds
 from fastkds import _naive

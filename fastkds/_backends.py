@@ -1,0 +1,78 @@
+"""Where the kernels run: the CPU (Numba) or a GPU (numba.cuda).
+
+A backend changes where encoding, CSR assembly and statistics happen, not the
+estimator code around them. The CUDA backend is imported lazily, so importing
+fastkds never needs CUDA.
+"""
+
+import warnings
+
+from ._config import default_chunk_size
+
+DEVICES = ("cpu", "cuda", "auto")
+
+
+class CpuBackend:
+    """Numba CPU kernels (:mod:`fastkds._kernels`)."""
+
+    name = "cpu"
+
+    def prepare(self, W, lam, n_iter, dtype):
+        from .encoding import PreparedDictionary
+
+        return PreparedDictionary(W, lam, n_iter, dtype)
+
+    def chunk_size(self, n_features, n_atoms, itemsize):
+        return default_chunk_size(n_features, n_atoms, itemsize)
+
+    def allocate(self, prepared, chunk_size):
+        return prepared.allocate(chunk_size)
+
+    def run_epoch(self, Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None):
+        from .solvers import run_epoch
+
+        return run_epoch(Y, prepared, chunk_size, stats, buffers, codes_out)
+
+
+class CudaBackend:
+    """numba.cuda kernels (:mod:`fastkds.gpu`): codes and statistics on the GPU."""
+
+    name = "cuda"
+
+    def __init__(self):
+        from . import gpu
+
+        gpu.require_cuda()
+        self._gpu = gpu
+
+    def prepare(self, W, lam, n_iter, dtype):
+        return self._gpu.CudaPreparedDictionary(W, lam, n_iter, dtype)
+
+    def chunk_size(self, n_features, n_atoms, itemsize):
+        return self._gpu.default_chunk_size_cuda(n_features, n_atoms, itemsize)
+
+    def allocate(self, prepared, chunk_size):
+        # two buffer sets: one chunk's transfers overlap the other's compute
+        return [prepared.allocate(chunk_size) for _ in range(2)]
+
+    def run_epoch(self, Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None):
+        return self._gpu.run_epoch_cuda(Y, prepared, chunk_size, stats, buffers, codes_out)
+
+
+def get_backend(device):
+    """The backend for ``device`` in {"cpu", "cuda", "auto"}.
+
+    ``"cuda"`` raises a RuntimeError naming the cause when CUDA cannot run;
+    ``"auto"`` falls back to the CPU with a one-line warning.
+    """
+    if not isinstance(device, str) or device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
+    if device == "cpu":
+        return CpuBackend()
+    if device == "cuda":
+        return CudaBackend()
+    try:
+        return CudaBackend()
+    except (RuntimeError, ImportError) as exc:
+        warnings.warn(f"device='auto': no usable CUDA GPU, running on the CPU ({exc})", RuntimeWarning)
+        return CpuBackend()
