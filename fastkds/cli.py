@@ -24,11 +24,15 @@ def _demo(args):
     t0 = time.perf_counter()
     Y, labels = make_moons(args.n, random_state=args.seed)
     t_data = time.perf_counter() - t0
-    _print(q, f"fastkds demo: noisy two moons, n={args.n:,}, m={args.atoms}, T={args.n_iter}, lam={args.lam}")
+    _print(
+        q,
+        f"fastkds demo: noisy two moons, n={args.n:,}, m={args.atoms}, T={args.n_iter}, "
+        f"lam={args.lam}, device={args.device}",
+    )
 
     # Compile the kernels on a few points so the stage times below measure work.
     t0 = time.perf_counter()
-    sparse_encode(Y[:64], Y[: args.atoms], lam=args.lam, n_iter=2)
+    sparse_encode(Y[:64], Y[: args.atoms], lam=args.lam, n_iter=2, device=args.device)
     t_jit = time.perf_counter() - t0
 
     model = KDSClustering(
@@ -40,6 +44,7 @@ def _demo(args):
         random_state=args.seed,
         n_jobs=args.n_jobs,
         verbose=0 if q else 1,
+        device=args.device,
     )
     t0 = time.perf_counter()
     model.fit(Y)
@@ -120,6 +125,7 @@ def _cluster(args):
         random_state=args.seed,
         n_jobs=args.n_jobs,
         verbose=0 if args.quiet else 1,
+        device=args.device,
     )
     t0 = time.perf_counter()
     try:
@@ -143,6 +149,9 @@ def _add_model_options(p, atoms, lam, n_iter, epochs):
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument("--n-jobs", type=int, default=None, help="threads (default: all)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument(
+        "--device", choices=["cpu", "cuda", "auto"], default="cpu", help="where the kernels run (default cpu)"
+    )
 
 
 def build_parser():
