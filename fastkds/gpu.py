@@ -55,8 +55,16 @@ back.
 from collections import deque
 
 import numpy as np
-import numba
-from numba import cuda
+
+# numba-cuda <= 0.30 registers an overload of np.row_stack while compiling its
+# first kernel; NumPy 2.5 removed that alias of np.vstack, and the compile then
+# fails with AttributeError (seen on a GPU node with numba-cuda 0.30.4 and
+# NumPy 2.5.2). Restore the alias before numba.cuda needs it.
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack
+
+import numba  # noqa: E402
+from numba import cuda  # noqa: E402
 
 from .encoding import PreparedDictionary, concatenate_csr, iter_chunks
 
