@@ -162,7 +162,9 @@ def build_parser():
     demo = sub.add_parser("demo", help="cluster generated noisy two moons and report timings")
     demo.add_argument("--n", type=int, default=1_000_000, help="number of points (default 1,000,000)")
     demo.add_argument("--min-accuracy", type=float, default=0.0, help="exit 1 below this accuracy")
-    _add_model_options(demo, atoms=24, lam=5.0, n_iter=15, epochs=100)
+    # T=30, not the paper's 15: at 1e6 points the paper's setting stops at
+    # accuracy 0.9988, T=30 reaches 0.9993 (the Bayes classifier: 0.99937)
+    _add_model_options(demo, atoms=24, lam=5.0, n_iter=30, epochs=100)
     demo.set_defaults(func=_demo)
 
     cluster = sub.add_parser("cluster", help="cluster the rows of a .npy or .csv file")

@@ -35,6 +35,17 @@ def test_moons_paper_settings_near_bayes(seed):
     assert acc >= bayes_accuracy(Y, y) - 0.0015
 
 
+@pytest.mark.parametrize("seed", range(10))
+def test_moons_thirty_iterations_match_bayes(seed):
+    # with T=30 the codes are sharp enough that fastkds matches the Bayes
+    # classifier to within a few points in 5000 on every seed
+    Y, y = make_moons(5000, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = KDSClustering(2, n_atoms=24, lam=5.0, n_iter=30, random_state=seed).fit(Y)
+    assert clustering_accuracy(y, model.labels_) >= bayes_accuracy(Y, y) - 0.0006
+
+
 @pytest.mark.skipif(not MNIST.is_dir(), reason=f"MNIST not found beside the checkout ({MNIST})")
 def test_mnist5_paper_settings():
     Y, y = load_mnist(MNIST)
