@@ -513,17 +513,31 @@ class _StatsWorkspace:
 CHUNK_BUDGET = 512 * 2**20
 
 
-def default_chunk_size_cuda(n_features, n_atoms, itemsize, budget=CHUNK_BUDGET):
+def _free_device_memory():
+    """Free bytes on the current device, or None where it cannot be read (simulator)."""
+    try:
+        return int(cuda.current_context().get_memory_info()[0])
+    except Exception:
+        return None
+
+
+def default_chunk_size_cuda(n_features, n_atoms, itemsize, budget=None):
     """Rows per GPU chunk so that one buffer set fits ``budget`` bytes.
 
     A row needs its data (d), ``B`` and the dense codes (2 m), ``||y||^2``
     and the objective, the count and indptr (int64), and room for a few CSR
     entries. Larger chunks than on the CPU: each launch should fill the GPU.
+    By default the budget is ``CHUNK_BUDGET``, or an eighth of the free device
+    memory when that is less (two buffer sets, the encoder's scratch and the
+    statistics' partials share the device).
 
     Returns
     -------
     int
     """
+    if budget is None:
+        free = _free_device_memory()
+        budget = CHUNK_BUDGET if free is None else min(CHUNK_BUDGET, free // 8)
     per_row = (n_features + 2 * n_atoms + 2) * itemsize + 16 + 4 * (4 + itemsize)
     return int(min(1 << 21, max(1 << 12, budget // per_row)))
 
