@@ -40,8 +40,8 @@ _KDS_PARAMS_DOC = """
     presample : "auto", int or None, default="auto"
         Warm start for large data: learn first on a random subsample of this
         many points, then refine on all of them with the same stopping rule.
-        The result is still a fit to all the data; the full passes start near
-        the optimum, so few are needed. ``"auto"`` uses
+        The result is still a fit to all the data; the full passes start from
+        a dictionary already fitted to the subsample. ``"auto"`` uses
         ``max(20000, 200 * n_atoms)`` points when n is at least five times
         that, else no subsample; ``None`` never subsamples.
     chunk_size : int or None, default=None
@@ -236,7 +236,7 @@ class KDS(TransformerMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         n_pre = self._presample_size(n)
         # Warm start: learn on a random subsample first, then refine on all
-        # points. The full-data epochs start near the optimum, so few are needed.
+        # points, so the expensive full passes start from a fitted dictionary.
         Y_first = Y[np.sort(rng.choice(n, n_pre, replace=False))] if n_pre else Y
         W = self._initial_dictionary(Y_first, rng)
         stages = [("subsample", Y_first), ("all points", Y)] if n_pre else [("all points", Y)]
@@ -399,6 +399,9 @@ class KDSClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         The learned atoms.
     kds_ : KDS
         The fitted dictionary model.
+    spectrum_ : fastkds.spectral.BipartiteSpectrum
+        The atom-side eigenproblem; ``spectrum_.n_outlier_atoms`` counts the
+        atoms left out as outlier components (see ``min_component``).
     kmeans_ : sklearn.cluster.KMeans
     timings_ : dict
         Seconds spent in each stage of the last fit: ``dictionary``,
