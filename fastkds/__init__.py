@@ -14,12 +14,15 @@ make_moons, make_circles, load_mnist
     The paper's data.
 clustering_accuracy
     Accuracy under the best matching of cluster labels to classes.
+load
+    Read a model written by ``KDS.save`` or ``KDSClustering.save``.
 """
 
 from .datasets import load_mnist, make_circles, make_moons
 from .encoding import project_simplex, sparse_encode
 from .estimators import KDS, KDSClustering
 from .metrics import clustering_accuracy
+from .persistence import load
 
 __version__ = "0.1.0"
 
@@ -32,5 +35,6 @@ __all__ = [
     "make_circles",
     "load_mnist",
     "clustering_accuracy",
+    "load",
     "__version__",
 ]

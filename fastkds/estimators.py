@@ -353,6 +353,22 @@ class KDS(TransformerMixin, BaseEstimator):
         self._run(Y, stats)
         return -stats.mean_objective
 
+    def save(self, path):
+        """Save the model to ``path`` as a portable ``.npz`` file (no pickle).
+
+        Read it back with :func:`fastkds.load`; the loaded model gives
+        identical results. See :func:`fastkds.persistence.save`.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Destination file, replaced atomically if it exists.
+        """
+        # imported here: fastkds.persistence imports this module
+        from .persistence import save
+
+        save(self, path)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
@@ -543,3 +559,19 @@ class KDSClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         return self.kmeans_.predict(self.transform(X))
+
+    def save(self, path):
+        """Save the model to ``path`` as a portable ``.npz`` file (no pickle).
+
+        Read it back with :func:`fastkds.load`; the loaded model gives
+        identical results. See :func:`fastkds.persistence.save`.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Destination file, replaced atomically if it exists.
+        """
+        # imported here: fastkds.persistence imports this module
+        from .persistence import save
+
+        save(self, path)

@@ -1,0 +1,299 @@
+"""Saving and loading models: ``KDS.save`` / ``KDSClustering.save`` and
+:func:`fastkds.load` round trips (bit-identical results), pickling, and the
+errors for files that are newer, foreign or incomplete."""
+
+import copy
+import os
+import pickle
+
+import numpy as np
+import pytest
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
+
+import fastkds
+from fastkds import KDS, KDSClustering, make_moons, persistence
+
+# Short fits stop at max_epochs on purpose.
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+DTYPES = [np.float64, np.float32]
+FIT = dict(lam=5.0, n_iter=10, max_epochs=5, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def moons():
+    Y, _ = make_moons(600, random_state=0)
+    return Y
+
+
+@pytest.fixture(scope="module", params=DTYPES, ids=lambda t: t.__name__)
+def kds(request, moons):
+    return KDS(12, **FIT).fit(moons.astype(request.param))
+
+
+@pytest.fixture(scope="module", params=DTYPES, ids=lambda t: t.__name__)
+def clustering(request, moons):
+    return KDSClustering(2, n_atoms=12, **FIT).fit(moons.astype(request.param))
+
+
+@pytest.fixture(scope="module")
+def outlier_data():
+    rng = np.random.default_rng(0)
+    return np.r_[rng.normal(size=(300, 2)), rng.normal(size=(300, 2)) + [10, 0], rng.normal(size=(8, 2)) * 200]
+
+
+@pytest.fixture(scope="module")
+def clustering_with_outliers(outlier_data):
+    # Far outliers own atoms, so the spectrum has outlier atoms with stand-ins.
+    model = KDSClustering(2, n_atoms=24, lam=1.0, max_epochs=5, random_state=0).fit(outlier_data)
+    assert model.spectrum_._stand_in is not None
+    return model
+
+
+def _round_trip(model, tmp_path, name="model.npz"):
+    path = tmp_path / name
+    model.save(path)
+    return fastkds.load(path)
+
+
+def _assert_same_csr(a, b):
+    assert a.dtype == b.dtype and a.shape == b.shape
+    assert np.array_equal(a.data, b.data)
+    assert np.array_equal(a.indices, b.indices)
+    assert np.array_equal(a.indptr, b.indptr)
+
+
+def _assert_same_array(a, b):
+    assert a.dtype == b.dtype
+    assert np.array_equal(a, b)
+
+
+def _assert_same_kds(loaded, model, Y):
+    assert type(loaded) is KDS
+    assert sorted(vars(loaded)) == sorted(vars(model))  # every attribute restored
+    assert loaded.get_params() == model.get_params()
+    _assert_same_csr(loaded.transform(Y), model.transform(Y))
+    _assert_same_array(loaded.components_, model.components_)
+    _assert_same_array(loaded.objective_, model.objective_)
+    assert loaded.step_ == model.step_
+    assert loaded.n_iter_ == model.n_iter_
+    assert loaded.n_features_in_ == model.n_features_in_
+    assert loaded.score(Y) == model.score(Y)
+
+
+def _assert_same_clustering(loaded, model, Y):
+    assert type(loaded) is KDSClustering
+    assert sorted(vars(loaded)) == sorted(vars(model))
+    assert loaded.get_params() == model.get_params()
+    _assert_same_array(loaded.predict(Y), model.predict(Y))
+    _assert_same_array(loaded.transform(Y), model.transform(Y))
+    for name in ("labels_", "components_", "embedding_", "eigenvalues_"):
+        _assert_same_array(getattr(loaded, name), getattr(model, name))
+    assert loaded.n_clusters_ == model.n_clusters_
+    assert loaded.timings_ == model.timings_
+    assert loaded.n_features_in_ == model.n_features_in_
+    _assert_same_kds(loaded.kds_, model.kds_, Y)
+    # the arrays shared after fit are shared after load
+    assert loaded.components_ is loaded.kds_.components_
+    assert loaded.eigenvalues_ is loaded.spectrum_.eigenvalues
+    assert loaded.kmeans_.labels_ is loaded.labels_
+    public = [k for k in vars(model.kmeans_) if not k.startswith("_")]
+    assert sorted(public) == sorted(k for k in vars(loaded.kmeans_) if not k.startswith("_"))
+    assert loaded.kmeans_.get_params() == model.kmeans_.get_params()
+    _assert_same_array(loaded.kmeans_.cluster_centers_, model.kmeans_.cluster_centers_)
+    assert sorted(vars(loaded.spectrum_)) == sorted(vars(model.spectrum_))
+
+
+# -- round trips ---------------------------------------------------------------
+
+
+def test_kds_round_trip_is_exact(kds, moons, tmp_path):
+    Y = moons.astype(kds.components_.dtype)
+    _assert_same_kds(_round_trip(kds, tmp_path), kds, Y)
+
+
+def test_clustering_round_trip_is_exact(clustering, moons, tmp_path):
+    Y = moons.astype(clustering.components_.dtype)
+    _assert_same_clustering(_round_trip(clustering, tmp_path), clustering, Y)
+
+
+def test_clustering_round_trip_keeps_outlier_stand_ins(clustering_with_outliers, outlier_data, tmp_path):
+    model = clustering_with_outliers
+    loaded = _round_trip(model, tmp_path)
+    _assert_same_clustering(loaded, model, outlier_data)
+    assert loaded.spectrum_.n_outlier_atoms == model.spectrum_.n_outlier_atoms
+    for got, want in zip(loaded.spectrum_._stand_in, model.spectrum_._stand_in):
+        _assert_same_array(got, want)
+
+
+@pytest.mark.parametrize("which", ["kds", "clustering"])
+def test_pickle_round_trip_is_exact(which, kds, clustering, moons):
+    model = kds if which == "kds" else clustering
+    Y = moons.astype(model.components_.dtype)
+    loaded = pickle.loads(pickle.dumps(model))
+    if which == "kds":
+        _assert_same_kds(loaded, model, Y)
+    else:
+        _assert_same_clustering(loaded, model, Y)
+
+
+def test_pickle_of_a_loaded_model(clustering, moons, tmp_path):
+    loaded = pickle.loads(pickle.dumps(_round_trip(clustering, tmp_path)))
+    Y = moons.astype(clustering.components_.dtype)
+    _assert_same_array(loaded.predict(Y), clustering.predict(Y))
+
+
+def test_feature_names_round_trip(kds, tmp_path):
+    # validate_data sets feature_names_in_ (object array of str) for DataFrames
+    model = copy.deepcopy(kds)
+    model.feature_names_in_ = np.array(["x", "y"], dtype=object)
+    loaded = _round_trip(model, tmp_path)
+    _assert_same_array(loaded.feature_names_in_, model.feature_names_in_)
+
+
+@pytest.mark.parametrize("cls", [KDS, KDSClustering])
+def test_unfitted_round_trip_keeps_params(cls, tmp_path):
+    init = np.arange(10.0).reshape(5, 2)
+    rs = np.random.RandomState(7)
+    rs.normal(size=3)  # an advanced state, with a cached Gaussian
+    model = cls(n_atoms=5, lam=0.25, init=init, presample=None, random_state=rs, n_jobs=1)
+    loaded = _round_trip(model, tmp_path)
+    assert type(loaded) is cls
+    with pytest.raises(NotFittedError):
+        check_is_fitted(loaded)
+    params, want = loaded.get_params(), model.get_params()
+    _assert_same_array(params.pop("init"), want.pop("init"))
+    got_rs, want_rs = params.pop("random_state"), want.pop("random_state")
+    assert params == want
+    assert got_rs is not want_rs and np.array_equal(got_rs.normal(size=5), want_rs.normal(size=5))
+
+
+def test_loaded_unfitted_model_fits_like_the_original(moons, tmp_path):
+    model = KDS(8, **FIT)
+    loaded = _round_trip(model, tmp_path)
+    _assert_same_array(loaded.fit(moons).components_, model.fit(moons).components_)
+
+
+# -- the file ------------------------------------------------------------------
+
+
+def test_file_loads_without_pickle(clustering_with_outliers, tmp_path):
+    path = tmp_path / "model.npz"
+    clustering_with_outliers.save(path)
+    with np.load(path, allow_pickle=False) as npz:
+        assert int(npz["fastkds_format_version"]) == persistence.FORMAT_VERSION
+        assert str(npz["class_name"]) == "KDSClustering"
+        for name in npz.files:
+            assert not npz[name].dtype.hasobject, name
+
+
+def test_save_writes_the_path_as_given_and_replaces_it(kds, tmp_path):
+    path = tmp_path / "model.bin"
+    path.write_bytes(b"old")
+    fastkds.persistence.save(kds, str(path))
+    assert sorted(os.listdir(tmp_path)) == ["model.bin"]  # no suffix added, no temporary left
+    assert fastkds.load(str(path)).n_iter_ == kds.n_iter_
+
+
+def test_failed_save_leaves_the_old_file(kds, tmp_path, monkeypatch):
+    path = tmp_path / "model.npz"
+    path.write_bytes(b"old")
+
+    def broken_savez(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(np, "savez", broken_savez)
+    with pytest.raises(OSError, match="disk full"):
+        kds.save(path)
+    assert path.read_bytes() == b"old"
+    assert os.listdir(tmp_path) == ["model.npz"]
+
+
+def test_save_refuses_what_needs_pickle(tmp_path):
+    with pytest.raises(TypeError, match="chunk_size"):
+        KDS(chunk_size=object()).save(tmp_path / "a.npz")
+    with pytest.raises(TypeError, match="object arrays"):
+        KDS(init=np.array([None, "x"], dtype=object)).save(tmp_path / "b.npz")
+    with pytest.raises(TypeError, match="KDS or KDSClustering"):
+        persistence.save(object(), tmp_path / "c.npz")
+    assert os.listdir(tmp_path) == []
+
+
+# -- refused files ---------------------------------------------------------------
+
+
+def _rewrite(path, **changes):
+    """Rewrite the npz at ``path`` with some entries replaced (None: removed)."""
+    with np.load(path, allow_pickle=False) as npz:
+        entries = {name: npz[name] for name in npz.files}
+    for name, value in changes.items():
+        if value is None:
+            del entries[name]
+        else:
+            entries[name] = value
+    with open(path, "wb") as f:
+        np.savez(f, **entries)
+
+
+def test_newer_format_version_fails_clearly(kds, tmp_path):
+    path = tmp_path / "model.npz"
+    kds.save(path)
+    _rewrite(path, fastkds_format_version=np.array(999))
+    with pytest.raises(ValueError, match=r"model\.npz.*version 999.*version 1 .*upgrade fastkds"):
+        fastkds.load(path)
+
+
+def test_invalid_format_version_fails_clearly(kds, tmp_path):
+    path = tmp_path / "model.npz"
+    kds.save(path)
+    _rewrite(path, fastkds_format_version=np.array(0))
+    with pytest.raises(ValueError, match="invalid fastkds format version"):
+        fastkds.load(path)
+
+
+def test_foreign_npz_fails_clearly(tmp_path):
+    path = tmp_path / "other.npz"
+    np.savez(path, weights=np.ones(3))
+    with pytest.raises(ValueError, match=r"other\.npz.* is not a fastkds model file"):
+        fastkds.load(path)
+
+
+@pytest.mark.parametrize("content", [b"", b"not a model at all", b"PK\x03\x04 truncated"])
+def test_non_npz_file_fails_clearly(content, tmp_path):
+    path = tmp_path / "junk.npz"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match="is not a fastkds model file"):
+        fastkds.load(path)
+
+
+def test_npy_file_fails_clearly(tmp_path):
+    path = tmp_path / "array.npy"
+    np.save(path, np.ones(3))
+    with pytest.raises(ValueError, match="is not a fastkds model file"):
+        fastkds.load(path)
+
+
+def test_incomplete_file_fails_clearly(clustering, tmp_path):
+    path = tmp_path / "model.npz"
+    clustering.save(path)
+    _rewrite(path, **{"kds_.components_": None})
+    with pytest.raises(ValueError, match=r"entry 'kds_\.components_' is missing"):
+        fastkds.load(path)
+
+
+def test_unknown_class_fails_clearly(kds, tmp_path):
+    path = tmp_path / "model.npz"
+    kds.save(path)
+    _rewrite(path, class_name=np.array("KDSRegressor"))
+    with pytest.raises(ValueError, match="unknown model class 'KDSRegressor'"):
+        fastkds.load(path)
+
+
+def test_missing_file_raises_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        fastkds.load(tmp_path / "absent.npz")
+
+
+def test_load_is_exported():
+    assert "load" in fastkds.__all__ and fastkds.load is persistence.load
