@@ -72,16 +72,36 @@ class PreparedDictionary:
     def __init__(self, W, lam, n_iter, dtype):
         self.dtype = np.dtype(dtype)
         W64 = np.asarray(W, dtype=np.float64)
-        G64 = W64 @ W64.T
-        top = float(np.linalg.eigvalsh(G64)[-1]) if W64.size else 0.0
-        if not np.isfinite(top):
+        if not np.all(np.isfinite(W64)):
             raise ValueError("the dictionary contains NaN or infinite values")
+        with np.errstate(over="ignore", under="ignore"):
+            G64 = W64 @ W64.T
+            G = G64.astype(self.dtype)
+        # The kernels work with squared norms: outside the dtype's range they
+        # overflow to inf or underflow to 0 and the iterate turns to NaN.
+        if not np.all(np.isfinite(G)):
+            raise ValueError(
+                f"the squared norms of the atoms overflow {self.dtype.name} "
+                f"(largest |entry| {np.abs(W64).max():.3g}): rescale the data"
+                + (" or use float64" if self.dtype == np.float32 else "")
+            )
+        top = float(np.linalg.eigvalsh(G64)[-1]) if W64.size else 0.0
+        if top == 0.0 and np.any(W64 != 0):
+            raise ValueError(
+                f"the squared norms of the atoms underflow (largest |entry| "
+                f"{np.abs(W64).max():.3g}): rescale the data"
+            )
         # A zero dictionary has no gradient from the fit term; any step works.
         self.alpha_value = 1.0 / top if top > 0 else 1.0
-        self.W = W64.astype(self.dtype)
-        self.G = G64.astype(self.dtype)
-        self.ww = np.ascontiguousarray(np.diag(G64)).astype(self.dtype)
         self.alpha = self.dtype.type(self.alpha_value)
+        if not np.isfinite(self.alpha):
+            raise ValueError(
+                f"the encoder step 1/sigma_max(W)^2 = {self.alpha_value:.3g} overflows "
+                f"{self.dtype.name}: the data are too small in scale; rescale them"
+            )
+        self.W = W64.astype(self.dtype)
+        self.G = G
+        self.ww = np.ascontiguousarray(np.diag(G64)).astype(self.dtype)
         self.lam = self.dtype.type(lam)
         self.beta = momentum(n_iter, self.dtype)
         self.ks = typed_constants(W64.shape[0], self.dtype)
@@ -102,8 +122,14 @@ class PreparedDictionary:
         if buffers is None:
             buffers = self.allocate(n)
         B, yy, X, obj = (buf[:n] for buf in buffers)
-        np.dot(Y, self.W.T, out=B)  # one BLAS call per chunk: the O(m d) part
-        np.einsum("ij,ij->i", Y, Y, out=yy)
+        with np.errstate(over="ignore"):
+            np.dot(Y, self.W.T, out=B)  # one BLAS call per chunk: the O(m d) part
+            np.einsum("ij,ij->i", Y, Y, out=yy)
+        if not (np.all(np.isfinite(yy)) and np.all(np.isfinite(B))):
+            raise ValueError(
+                f"the squared norms of the data overflow {self.dtype.name}: rescale the data"
+                + (" or use float64" if self.dtype == np.float32 else "")
+            )
         _kernels.encode_dense(B, yy, self.G, self.ww, self.alpha, self.lam, self.beta, self.ks, X, obj)
         return X, obj
 
