@@ -44,6 +44,8 @@ def project_simplex(V, *, method="michelot", n_jobs=None):
     """
     if method not in ("michelot", "sorted"):
         raise ValueError(f"method must be 'michelot' or 'sorted', got {method!r}")
+    if sp.issparse(V):
+        raise TypeError("project_simplex needs a dense array, got a sparse matrix: use V.toarray()")
     V = np.asarray(V)
     one_d = V.ndim == 1
     V2 = check_data(V.reshape(1, -1) if one_d else V, name="V", min_samples=1)
@@ -130,6 +132,19 @@ class PreparedDictionary:
                 f"the squared norms of the data overflow {self.dtype.name}: rescale the data"
                 + (" or use float64" if self.dtype == np.float32 else "")
             )
+        if n:
+            # The first step is alpha * (lam * ||y - w||^2 - y.w); later ones
+            # add at most a few units. It must fit the dtype with room to spare.
+            b_max = float(np.abs(B).max())
+            bound = self.alpha_value * (
+                float(self.lam) * (float(yy.max()) + 2.0 * b_max + float(self.ww.max())) + b_max
+            )
+            if not bound < np.finfo(self.dtype).max / 64:
+                raise ValueError(
+                    f"points lie too far from the atoms for {self.dtype.name} "
+                    f"(first encoder step ~{bound:.3g}): rescale the data"
+                    + (" or use float64" if self.dtype == np.float32 else "")
+                )
         _kernels.encode_dense(B, yy, self.G, self.ww, self.alpha, self.lam, self.beta, self.ks, X, obj)
         return X, obj
 

@@ -389,12 +389,6 @@ def test_sparse_input_estimators(kind):
             call()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (minor): project_simplex(sparse) raises ValueError 'setting an array "
-    "element with a sequence.' (np.asarray wraps the sparse object in a 0-d object "
-    "array) instead of an error saying sparse input is not supported",
-)
 def test_sparse_input_project_simplex():
     """Sparse input to project_simplex: a TypeError/ValueError that says
     sparse input is not supported."""

@@ -490,13 +490,6 @@ def test_encoder_underflowing_dictionary():
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: data far from a small dictionary: every squared norm is in range, but "
-    "the encoder's first step alpha * (lam * ||y - w||^2 - y.w) overflows the working "
-    "dtype (alpha = 1/sigma_max(W)^2 is large), v = -inf, v - max(v) = NaN, Michelot's "
-    "support count is 0 and the kernel divides by zero: SystemError",
-)
 @pytest.mark.parametrize(
     "Y, W",
     [
@@ -519,12 +512,6 @@ def test_encoder_far_data_small_dictionary(Y, W):
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: KDS.fit on float32 data with one point near 0 and one far away "
-    "(initial atom at the small point, the far point's locality weight times alpha "
-    "overflows float32): SystemError from the encoder kernel",
-)
 def test_kds_fit_far_and_near_points_float32():
     """Fit succeeds with finite components and simplex codes, or raises a
     clear ValueError."""
