@@ -90,6 +90,8 @@ def duplicate_atoms(W, rel_tol=0.05):
     D = np.sqrt(np.maximum(sq[:, None] + sq[None, :] - 2.0 * (W @ W.T), 0.0))
     np.fill_diagonal(D, np.inf)
     spacing = np.median(D.min(axis=1))
+    if spacing == 0:  # most atoms coincide: the data have no spread to share out
+        return np.zeros(m, dtype=bool)
     close = np.triu(D <= rel_tol * spacing, k=1)
     return close.any(axis=0)
 

@@ -5,9 +5,12 @@ Behaviours that are genuine bugs are kept as ``xfail(strict=True)`` tests
 whose reason starts with "BUG:", so that a fix shows up as an XPASS failure.
 """
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 
 from fastkds import KDS, KDSClustering, project_simplex, sparse_encode
 
@@ -62,12 +65,17 @@ def is_clear_value_error(exc):
 def test_all_points_identical():
     """n=50 identical points, m=4: the fit succeeds, the codes are on the
     simplex, the components are finite and every atom sits at the point
-    (objective 0)."""
+    (objective 0 up to rounding), and the fit converges at once instead of
+    re-seeding the coinciding atoms every epoch."""
     point = np.array([1.5, -2.0, 3.0, 0.25])
     Y = np.tile(point, (50, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = KDS(4, random_state=0).fit(Y)
+    assert model.n_iter_ <= 3
     model, codes = fit_and_check(Y, 4)
     np.testing.assert_allclose(model.components_, np.tile(point, (4, 1)), atol=1e-12)
-    assert model.score(Y) == pytest.approx(0.0, abs=1e-20)
+    assert model.score(Y) == pytest.approx(0.0, abs=1e-12)
 
 
 def test_all_points_identical_zero():
