@@ -29,7 +29,6 @@ def main():
     prep = gpu.CudaPreparedDictionary(W, 5.0, 15, Y.dtype)
     buf = prep.allocate(args.chunk, n_slots=args.slots)
     gpu.encode_csr_cuda(Y[:4096], prep, args.chunk, buffers=buf)  # compile
-    cuda = gpu.cuda
     t = defaultdict(float)
     s = buf.stream
 
