@@ -77,7 +77,27 @@ def _check_init(init, n_atoms, n_features):
     return W
 
 
-class KDS(TransformerMixin, BaseEstimator):
+class _SaveMixin:
+    """``save(path)`` for the estimators (read back with :func:`fastkds.load`)."""
+
+    def save(self, path):
+        """Save the model to ``path`` as a portable ``.npz`` file (no pickle).
+
+        Read it back with :func:`fastkds.load`; the loaded model gives
+        identical results. See :func:`fastkds.persistence.save`.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Destination file, replaced atomically if it exists.
+        """
+        # imported here: fastkds.persistence imports this module
+        from .persistence import save
+
+        save(self, path)
+
+
+class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
     """K-Deep Simplex: a dictionary of landmark atoms and sparse simplex codes.
 
     Learns ``n_atoms`` atoms W (m x d) and codes every point as a convex
@@ -353,29 +373,13 @@ class KDS(TransformerMixin, BaseEstimator):
         self._run(Y, stats)
         return -stats.mean_objective
 
-    def save(self, path):
-        """Save the model to ``path`` as a portable ``.npz`` file (no pickle).
-
-        Read it back with :func:`fastkds.load`; the loaded model gives
-        identical results. See :func:`fastkds.persistence.save`.
-
-        Parameters
-        ----------
-        path : str or os.PathLike
-            Destination file, replaced atomically if it exists.
-        """
-        # imported here: fastkds.persistence imports this module
-        from .persistence import save
-
-        save(self, path)
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
 
-class KDSClustering(ClusterMixin, TransformerMixin, BaseEstimator):
+class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
     """Spectral clustering on the K-Deep Simplex code graph, linear in n.
 
     Fits :class:`KDS`, then embeds the points through the bipartite
@@ -560,18 +564,3 @@ class KDSClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         return self.kmeans_.predict(self.transform(X))
 
-    def save(self, path):
-        """Save the model to ``path`` as a portable ``.npz`` file (no pickle).
-
-        Read it back with :func:`fastkds.load`; the loaded model gives
-        identical results. See :func:`fastkds.persistence.save`.
-
-        Parameters
-        ----------
-        path : str or os.PathLike
-            Destination file, replaced atomically if it exists.
-        """
-        # imported here: fastkds.persistence imports this module
-        from .persistence import save
-
-        save(self, path)
