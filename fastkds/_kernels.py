@@ -52,11 +52,17 @@ def _simplex_threshold_sorted(v, vmax, ks):
     c = ks[0]
     c_rho = ks[0]
     rho = 1
+    # The j that pass the test form a prefix: stop at the first that fails,
+    # before the running sum can reach entries so negative that it overflows.
+    in_prefix = True
     for j in range(v.shape[0]):
-        c += u[j]
-        if u[j] - (c - one) / ks[j + 1] > 0:
-            rho = j + 1
-            c_rho = c
+        if in_prefix:
+            c += u[j]
+            if u[j] - (c - one) / ks[j + 1] > 0:
+                rho = j + 1
+                c_rho = c
+            else:
+                in_prefix = False
     return (c_rho - one) / ks[rho]
 
 

@@ -84,13 +84,12 @@ def finite_floats(dtype, max_abs, min_abs=0.0):
 # Kept out of the fuzzed domains (each has its own test below):
 # * magnitudes where the encoder's arithmetic leaves the dtype's range: nonzero
 #   values below TINY * max_abs are flushed to 0 in the encoder and estimator
-#   problems. A tiny dictionary now gives a clear ValueError
-#   (test_encoder_tiny_dictionary, test_encoder_underflowing_dictionary), but
-#   data far from a tiny atom still crashes the kernel (open BUG:
+#   problems. Such problems now give a clear ValueError (regression tests
+#   test_encoder_tiny_dictionary, test_encoder_underflowing_dictionary,
 #   test_encoder_far_data_small_dictionary);
-# * project_simplex(method="sorted") overflows in its cumulative sum when
-#   (m - 1) * (max(v) - min(v)) exceeds the dtype's range (open BUG): values
-#   are capped at finfo.max / 64 (test_project_simplex_sorted_huge_values).
+# * project_simplex inputs beyond finfo.max / 64, where v - max(v) itself
+#   overflows; the sorted method's running sum no longer overflows below that
+#   (regression test test_project_simplex_sorted_huge_values).
 TINY = 1e-6
 
 
@@ -433,11 +432,6 @@ def test_kdsclustering_fit_succeeds_or_clear_error(problem, k):
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: project_simplex(method='sorted') returns inf for huge finite input: "
-    "its cumulative sum of v - max(v) overflows to -inf, so tau = -inf",
-)
 @pytest.mark.parametrize(
     "v, dtype",
     [([1e308, 0.0, 0.0], np.float64), ([3e38, 0.0, 0.0], np.float32), ([1.8e307] + [0.0] * 10, np.float64)],
