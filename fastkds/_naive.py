@@ -117,3 +117,53 @@ def spectral_embedding(X, k):
     Z = X / np.sqrt(s)
     U, sigma, _ = np.linalg.svd(Z, full_matrices=False)
     return U[:, :k], sigma[:k]
+
+
+def unrolled_loss_grad(Y, W, lam, n_iter, alpha):
+    """Mean loss of the unrolled encoder and its gradients (SPEC 5b), by hand.
+
+    The loss is ``(1/n) sum_i f(x_T(y_i); y_i, W)`` with ``x_T`` the output
+    of :func:`encode` at step ``alpha``. The backward pass keeps every
+    iterate, uses the direct form (no Gram matrix) and the projection's
+    Jacobian ``I_S - 1_S 1_S^T / |S|`` on the support S of its output.
+
+    Returns
+    -------
+    loss : float
+    grad_W : ndarray of shape (m, d)
+        Gradient over W at fixed ``alpha``.
+    grad_alpha : float
+    """
+    n = Y.shape[0]
+    D = squared_distances(Y, W)
+    beta = [t / (t + 3) for t in range(n_iter)]
+    Xs = [np.zeros((n, W.shape[0]))]
+    Zs = [np.zeros((n, W.shape[0]))]
+    grads = []
+    for t in range(n_iter):
+        grad = (Zs[t] @ W - Y) @ W.T + lam * D
+        x = project_simplex(Zs[t] - alpha * grad)
+        grads.append(grad)
+        Xs.append(x)
+        Zs.append(x + beta[t] * (x - Xs[t]))
+    X = Xs[-1]
+    R = X @ W - Y
+    loss = np.mean(0.5 * (R**2).sum(axis=1) + lam * (X * D).sum(axis=1))
+    gW = X.T @ R + 2 * lam * (X.sum(axis=0)[:, None] * W - X.T @ Y)
+    ga = 0.0
+    Xbar = [np.zeros_like(X) for _ in range(n_iter + 1)]
+    Xbar[n_iter] = R @ W.T + lam * D
+    for t in range(n_iter - 1, -1, -1):
+        S = Xs[t + 1] > 0
+        xb = np.where(S, Xbar[t + 1], 0.0)
+        Vb = np.where(S, xb - xb.sum(axis=1, keepdims=True) / S.sum(axis=1, keepdims=True), 0.0)
+        Z = Zs[t]
+        ga -= np.sum(Vb * grads[t])
+        # v = z - alpha ((z W - y) W^T + lam ||y - w_j||^2)
+        gW -= alpha * (Z.T @ (Vb @ W) + Vb.T @ (Z @ W - Y))
+        gW -= 2 * alpha * lam * (Vb.sum(axis=0)[:, None] * W - Vb.T @ Y)
+        Zb = Vb - alpha * (Vb @ W) @ W.T
+        if t >= 1:
+            Xbar[t] += (1 + beta[t - 1]) * Zb
+            Xbar[t - 1] -= beta[t - 1] * Zb
+    return loss, gW / n, ga / n

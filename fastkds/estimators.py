@@ -17,7 +17,9 @@ from ._backends import get_backend
 from ._config import effective_n_jobs, numba_threads
 from ._validation import FLOAT_DTYPES, check_nonneg_float, check_positive_int
 from .encoding import PreparedDictionary, concatenate_csr
+from .online import RunningStatistics, online_step
 from .solvers import SufficientStatistics, fit_alternating
+from .unrolled import UnrolledTrainer, fit_unrolled, theta_from_step
 from .spectral import BipartiteSpectrum, normalize_rows
 
 _KDS_PARAMS_DOC = """
@@ -28,6 +30,8 @@ _KDS_PARAMS_DOC = """
         Encoder iterations T (the paper's unrolled layers).
     max_epochs : int, default=100
         Maximum number of alternating-minimisation epochs (passes over the data).
+        0 learns nothing: the initial dictionary is the model, e.g. an array
+        ``init`` learned with ``partial_fit`` over a stream.
     tol : float, default=1e-4
         Stop when the mean objective changes by less than this, relatively,
         between two epochs.
@@ -59,6 +63,29 @@ _KDS_PARAMS_DOC = """
         kernels, or their numba.cuda twins on a GPU. ``"cuda"`` raises a
         RuntimeError naming the cause when no GPU can be used; ``"auto"``
         uses one when available and otherwise warns once and runs on the CPU.
+    solver : {"exact", "unrolled"}, default="exact"
+        How the dictionary is learned. ``"exact"``: alternating minimisation
+        with the closed-form dictionary step (``max_epochs``, ``tol``,
+        ``presample`` apply). ``"unrolled"``: the paper's method, Adam on the
+        mean objective of the T-step encoder's codes, backpropagated through
+        the unrolled encoder on mini-batches; it runs exactly ``max_epochs``
+        epochs (the paper: 1000 for moons, 30 for MNIST-5) and ignores
+        ``tol`` and ``presample``. See docs/unrolled.md.
+    learning_rate : float, default=1e-3
+        Adam's learning rate (``solver="unrolled"``; the paper: 1e-3).
+    batch_size : int, default=1024
+        Points per mini-batch (``solver="unrolled"``; the paper: 1024 for
+        MNIST-5, 10000 for moons).
+    clip_norm : float, default=1e-4
+        Gradients are rescaled to at most this norm before each Adam step
+        (``solver="unrolled"``; the paper: 1e-4).
+    shuffle : bool, default=True
+        Shuffle the points every epoch (``solver="unrolled"``).
+    train_step : bool, default=False
+        Learn the encoder step along with the atoms (``solver="unrolled"``).
+        The step stays below ``2 / sigma_max(W)^2`` (a sigmoid bound), so it
+        cannot grow into the range where the encoder's codes collapse to
+        single atoms. Otherwise the step is ``1 / sigma_max(W)^2``.
 """
 
 
@@ -75,6 +102,34 @@ def _check_init(init, n_atoms, n_features):
     if not np.all(np.isfinite(W)):
         raise ValueError("init array contains NaN or infinite values")
     return W
+
+
+def _check_epochs(value):
+    """max_epochs: an int >= 0 (0: keep the initial dictionary)."""
+    if not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Integral) and value == 0:
+        return 0
+    return check_positive_int(value, "max_epochs")
+
+
+def _check_solver_params(est):
+    """The solver and the unrolled solver's parameters, validated."""
+    if not isinstance(est.solver, str) or est.solver not in ("exact", "unrolled"):
+        raise ValueError(f"solver must be 'exact' or 'unrolled', got {est.solver!r}")
+    for name in ("shuffle", "train_step"):
+        if not isinstance(getattr(est, name), (bool, np.bool_)):
+            raise TypeError(f"{name} must be a bool, got {getattr(est, name)!r}")
+    p = {
+        "solver": est.solver,
+        "learning_rate": check_nonneg_float(est.learning_rate, "learning_rate"),
+        "batch_size": check_positive_int(est.batch_size, "batch_size"),
+        "clip_norm": check_nonneg_float(est.clip_norm, "clip_norm"),
+        "shuffle": bool(est.shuffle),
+        "train_step": bool(est.train_step),
+    }
+    for name in ("learning_rate", "clip_norm"):
+        if p[name] == 0:
+            raise ValueError(f"{name} must be > 0, got {p[name]}")
+    return p
 
 
 class _SaveMixin:
@@ -120,7 +175,8 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
     components_ : ndarray of shape (n_atoms, n_features)
         The learned atoms, one per row, in the dtype of the training data.
     step_ : float
-        Encoder step ``1 / sigma_max(components_)^2``.
+        Encoder step ``1 / sigma_max(components_)^2``, or the learned step
+        (``solver="unrolled"`` with ``train_step=True``).
     n_iter_ : int
         Epochs run.
     objective_ : ndarray of shape (n_iter_,)
@@ -162,6 +218,12 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         n_jobs=None,
         verbose=0,
         device="cpu",
+        solver="exact",
+        learning_rate=1e-3,
+        batch_size=1024,
+        clip_norm=1e-4,
+        shuffle=True,
+        train_step=False,
     ):
         self.n_atoms = n_atoms
         self.lam = lam
@@ -175,6 +237,12 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.device = device
+        self.solver = solver
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.clip_norm = clip_norm
+        self.shuffle = shuffle
+        self.train_step = train_step
 
     # -- helpers -----------------------------------------------------------
 
@@ -183,7 +251,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
             "n_atoms": check_positive_int(self.n_atoms, "n_atoms"),
             "lam": check_nonneg_float(self.lam, "lam"),
             "n_iter": check_positive_int(self.n_iter, "n_iter"),
-            "max_epochs": check_positive_int(self.max_epochs, "max_epochs"),
+            "max_epochs": _check_epochs(self.max_epochs),
             "tol": check_nonneg_float(self.tol, "tol"),
         }
         if self.chunk_size is not None:
@@ -191,6 +259,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         effective_n_jobs(self.n_jobs)
         if isinstance(self.verbose, bool) or not isinstance(self.verbose, numbers.Integral):
             raise TypeError(f"verbose must be an int, got {self.verbose!r}")
+        p.update(_check_solver_params(self))
         return p
 
     def _chunk_size(self, backend, n_features):
@@ -240,8 +309,32 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         """One encoding pass over validated ``Y`` with the learned dictionary."""
         backend = get_backend(self.device)
         prepared = backend.prepare(self.components_, self.lam, self.n_iter, Y.dtype)
+        if self.solver == "unrolled" and self.train_step:  # the learned step, not 1/sigma_max^2
+            prepared.alpha_value = float(self.step_)
+            prepared.alpha = prepared.dtype.type(self.step_)
         with numba_threads(self.n_jobs):
             backend.run_epoch(Y, prepared, self._chunk_size(backend, Y.shape[1]), stats, codes_out=codes_out)
+
+    def _fit_unrolled(self, Y, p, rng):
+        """The unrolled solver's fit (see :mod:`fastkds.unrolled`)."""
+        W = self._initial_dictionary(Y, rng)
+        bar, progress = self._progress_bar(f"KDS unrolled epochs (n={Y.shape[0]:,})", p["max_epochs"])
+        try:
+            with numba_threads(self.n_jobs):
+                trainer, history = fit_unrolled(
+                    Y, W, lam=p["lam"], n_iter=p["n_iter"], max_epochs=p["max_epochs"],
+                    batch_size=p["batch_size"], learning_rate=p["learning_rate"], clip_norm=p["clip_norm"],
+                    shuffle=p["shuffle"], train_step=p["train_step"], random_state=rng, progress=progress,
+                )
+        finally:
+            if bar is not None:
+                bar.close()
+        self._stream_state = {"solver": "unrolled", "rng": rng, "trainer": trainer}
+        self.components_ = trainer.W.astype(Y.dtype)
+        self.step_ = trainer.step
+        self.n_iter_ = p["max_epochs"]
+        self.objective_ = np.asarray(history)
+        return self
 
     def _fit_validated(self, Y):
         """Fit on data already checked by ``validate_data``."""
@@ -254,6 +347,9 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
             )
         backend = get_backend(self.device)
         rng = check_random_state(self.random_state)
+        self.__dict__.pop("_stream_state", None)  # a fit starts the stream afresh
+        if p["solver"] == "unrolled":
+            return self._fit_unrolled(Y, p, rng)
         n_pre = self._presample_size(n)
         # Warm start: learn on a random subsample first, then refine on all
         # points, so the expensive full passes start from a fitted dictionary.
@@ -289,6 +385,86 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         self.step_ = PreparedDictionary(W, p["lam"], 1, np.float64).alpha_value
         self.n_iter_ = epochs
         self.objective_ = np.asarray(history)
+        return self
+
+    def partial_fit(self, X, y=None):
+        """Update the dictionary with one chunk of a stream of data.
+
+        For a stream that never fits in memory: call it once per chunk. The
+        first call draws the initial dictionary from its chunk (which must
+        hold at least ``n_atoms`` points); a call after :meth:`fit` continues
+        from the fitted model.
+
+        - ``solver="exact"``: one step of online dictionary learning. The
+          chunk is encoded with the current dictionary, its sufficient
+          statistics are added to decayed running sums (Mairal et al. 2010,
+          as scikit-learn's MiniBatchDictionaryLearning) and the dictionary
+          solves the exact step from them (see :mod:`fastkds.online`).
+        - ``solver="unrolled"``: one pass of Adam over the chunk in
+          mini-batches of ``batch_size``, continuing the optimiser's state.
+
+        ``n_iter_`` counts the calls (after a fit, on top of its epochs);
+        ``objective_`` gains the chunk's mean objective (exact: codes under
+        the dictionary before the update; unrolled: the mini-batch losses).
+        A model read back with :func:`fastkds.load` continues with fresh
+        running sums or Adam moments.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : Ignored
+
+        Returns
+        -------
+        self : KDS
+        """
+        first = not hasattr(self, "components_")
+        Y = validate_data(self, X, dtype=FLOAT_DTYPES, order="C", reset=first)
+        p = self._validated_params()
+        state = None if first else getattr(self, "_stream_state", None)
+        if state is not None and state["solver"] != p["solver"]:
+            state = None
+        if state is None:
+            rng = check_random_state(self.random_state)
+            if first:
+                if Y.shape[0] < p["n_atoms"]:
+                    raise ValueError(
+                        f"the first chunk has {Y.shape[0]} points, fewer than n_atoms={p['n_atoms']}: "
+                        "the initial dictionary is drawn from it"
+                    )
+                W = self._initial_dictionary(Y, rng)
+            else:
+                W = np.asarray(self.components_, dtype=np.float64)
+            state = {"solver": p["solver"], "rng": rng}
+            if p["solver"] == "unrolled":
+                theta = theta_from_step(W, self.step_) if (p["train_step"] and not first) else None
+                state["trainer"] = UnrolledTrainer(
+                    W, lam=p["lam"], n_iter=p["n_iter"], train_step=p["train_step"],
+                    learning_rate=p["learning_rate"], clip_norm=p["clip_norm"], theta=theta,
+                )
+            else:
+                state["running"] = RunningStatistics(p["n_atoms"], Y.shape[1])
+                state["W"] = W
+        with numba_threads(self.n_jobs):
+            if p["solver"] == "unrolled":
+                trainer = state["trainer"]
+                F = trainer.epoch(Y, p["batch_size"], state["rng"] if p["shuffle"] else None)
+                W = trainer.W
+                step = trainer.step
+            else:
+                backend = get_backend(self.device)
+                W, F, _ = online_step(
+                    Y, state["W"], state["running"], lam=p["lam"], n_iter=p["n_iter"],
+                    chunk_size=self._chunk_size(backend, Y.shape[1]), backend=backend,
+                    random_state=state["rng"],
+                )
+                state["W"] = W
+                step = PreparedDictionary(W, p["lam"], 1, np.float64).alpha_value
+        self._stream_state = state
+        self.components_ = W.astype(Y.dtype)
+        self.step_ = step
+        self.n_iter_ = 1 if first else self.n_iter_ + 1
+        self.objective_ = np.append(np.asarray([] if first else self.objective_, dtype=np.float64), F)
         return self
 
     def _encode(self, Y, *, statistics=False):
@@ -454,6 +630,12 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         n_jobs=None,
         verbose=0,
         device="cpu",
+        solver="exact",
+        learning_rate=1e-3,
+        batch_size=1024,
+        clip_norm=1e-4,
+        shuffle=True,
+        train_step=False,
     ):
         self.n_clusters = n_clusters
         self.n_atoms = n_atoms
@@ -471,6 +653,12 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.verbose = verbose
         self.device = device
+        self.solver = solver
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.clip_norm = clip_norm
+        self.shuffle = shuffle
+        self.train_step = train_step
 
     def _check_n_clusters(self):
         if isinstance(self.n_clusters, str):
@@ -510,6 +698,12 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
             n_jobs=self.n_jobs,
             verbose=self.verbose,
             device=self.device,
+            solver=self.solver,
+            learning_rate=self.learning_rate,
+            batch_size=self.batch_size,
+            clip_norm=self.clip_norm,
+            shuffle=self.shuffle,
+            train_step=self.train_step,
         )
         timings = {}
         t0 = time.perf_counter()
@@ -545,7 +739,7 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X):
-        """Row-normalised spectral embedding of ``X`` (n_samples x n_clusters_)."""
+        """Row-normalised spectral embedding of ``X`` (n_samples x ``n_clusters_``)."""
         check_is_fitted(self)
         Y = validate_data(self, X, dtype=FLOAT_DTYPES, order="C", reset=False)
         return normalize_rows(self.spectrum_.embed(self.kds_._encode(Y), self.n_clusters_))

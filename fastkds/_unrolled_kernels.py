@@ -1,0 +1,272 @@
+"""Numba kernels of the unrolled solver: forward and backward pass through the
+T steps of the KDS encoder (SPEC 3 and 5b) for a mini-batch.
+
+Per point the forward pass is the encoder of :mod:`fastkds._kernels` (Gram
+form over the sparse iterate, Michelot's projection on a short candidate
+list); it also records each step's support and values on a tape. The
+backward pass walks the tape in reverse. Every adjoint it needs lives on the
+supports (the projection's Jacobian ``I_S - 1_S 1_S^T / |S|`` is zero off its
+support S), so a backward step costs O(nnz^2), less than the forward step.
+
+The gradient with respect to W is returned in a factored form. With
+``b = W y``, ``G = W W^T`` and ``dist_j = ||y||^2 - 2 b_j + G_jj``, the loss
+of a batch depends on W only through G and the b and dist of each point, so
+
+    dL/dW = H W + C^T Y,   H = sum_i (Gbar_i + Gbar_i^T + 2 diag(distbar_i)),
+                           C[i] = bbar_i - 2 distbar_i,
+
+and the caller forms the two products with BLAS. H is summed over fixed
+parts of the batch (not over threads) and the parts are added in order by the
+caller, so the result does not depend on the number of threads.
+
+Typed constants: as in :mod:`fastkds._kernels`, ``ks = arange(m + 1)`` in the
+working dtype supplies 0, 1 and the counts.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from ._kernels import _simplex_support_michelot, _vmax
+
+
+@njit(cache=True, nogil=True)
+def _unrolled_point(b, yy, G, ww, alpha, lam, beta, ks, off, tidx, tval, dist, v, z, xd, cand, zidx, vb, ab, crow, H):
+    """Forward and backward pass of one point; returns ``(f, df/dalpha)``.
+
+    ``b = W y`` (m), ``yy = ||y||^2``. ``off`` (T + 1), ``tidx`` and ``tval``
+    (T * m) are the tape: step t's output x_{t+1} has support
+    ``tidx[off[t]:off[t+1]]`` (ascending) and values ``tval[...]``. ``dist``,
+    ``v``, ``z``, ``xd``, ``vb`` (m) and ``ab`` (3 x m) are float scratch,
+    ``cand`` (m) and ``zidx`` (2 m) integer scratch; ``xd``, ``vb`` and
+    ``ab`` must be zero on entry and are left zero. ``crow`` (m, zero on
+    entry) receives ``bbar - 2 distbar``; ``Gbar + Gbar^T + 2 diag(distbar)``
+    is added to ``H`` (m x m).
+    """
+    m = G.shape[0]
+    T = beta.shape[0]
+    zero = ks[0]
+    one = ks[1]
+    two = one + one
+    half = one / two
+    # ---- forward: the encoder, recording each x_{t+1} --------------------
+    for j in range(m):
+        dj = yy - (b[j] + b[j]) + ww[j]
+        if dj < zero:  # rounding in the expanded form
+            dj = zero
+        dist[j] = dj
+        z[j] = zero
+    nz = 0
+    off[0] = 0
+    for t in range(T):
+        # v = z - alpha (z G - b + lam dist), z G over the support of z only
+        for j in range(m):
+            v[j] = -alpha * (lam * dist[j] - b[j])
+        for q in range(nz):
+            k = zidx[q]
+            a = alpha * z[k]
+            if a != zero:
+                for j in range(m):
+                    v[j] -= a * G[k, j]
+        for q in range(nz):
+            k = zidx[q]
+            v[k] += z[k]
+        vmax = _vmax(v)
+        # the previous support bounds the threshold from below (see _kernels)
+        floor = -one
+        o0 = off[t - 1] if t > 0 else 0
+        o1 = off[t]
+        if o1 > o0:
+            s = zero
+            for q in range(o0, o1):
+                s += v[tidx[q]] - vmax
+            s = (s - one) / ks[o1 - o0]
+            if s > floor:
+                floor = s
+        tau, k = _simplex_support_michelot(v, vmax, floor, ks, cand)
+        for q in range(k):
+            j = cand[q]
+            tidx[o1 + q] = j
+            tval[o1 + q] = (v[j] - vmax) - tau
+        off[t + 1] = o1 + k
+        # z_{t+1} = (1 + beta_t) x_{t+1} - beta_t x_t on the union of supports
+        bt = beta[t]
+        for q in range(nz):
+            z[zidx[q]] = zero
+        nz = 0
+        for q in range(o1, o1 + k):
+            j = tidx[q]
+            xd[j] = tval[q]
+            z[j] = tval[q] + bt * tval[q]
+            zidx[nz] = j
+            nz += 1
+        for q in range(o0, o1):
+            j = tidx[q]
+            if xd[j] == zero:  # left the support
+                zidx[nz] = j
+                nz += 1
+            z[j] -= bt * tval[q]
+        for q in range(o1, o1 + k):
+            xd[tidx[q]] = zero
+    # ---- loss f(x_T) in the Gram form and its direct gradients -----------
+    oT0 = off[T - 1]
+    oT1 = off[T]
+    cur = 0  # rows of ab: adjoints of x_{s+1}, x_s, x_{s-1}
+    rec = yy
+    loc = zero
+    for p in range(oT0, oT1):
+        j = tidx[p]
+        xj = tval[p]
+        acc = zero
+        for q in range(oT0, oT1):
+            xk = tval[q]
+            acc += xk * G[j, tidx[q]]
+            H[j, tidx[q]] += xj * xk  # Gbar = x x^T / 2, symmetrised
+        rec += xj * acc - (xj + xj) * b[j]
+        loc += xj * dist[j]
+        # df/dx_j = (x G)_j - b_j + lam dist_j
+        ab[cur, j] = acc - b[j] + lam * dist[j]
+        # bbar = -x, distbar = lam x
+        crow[j] -= xj + two * lam * xj
+        H[j, j] += two * lam * xj
+    if rec < zero:
+        rec = zero
+    f = half * rec + lam * loc
+    # ---- backward through the steps, s = T-1 .. 0 ------------------------
+    dalpha = zero
+    alam = alpha * lam
+    for s in range(T - 1, -1, -1):
+        mid = (cur + 1) % 3
+        old = (cur + 2) % 3
+        p0 = off[s]
+        p1 = off[s + 1]  # support of x_{s+1}
+        # vbar = J_P^T xbar_{s+1} = xbar - mean over the support
+        mean = zero
+        for q in range(p0, p1):
+            mean += ab[cur, tidx[q]]
+        mean = mean / ks[p1 - p0]
+        for q in range(p0, p1):
+            j = tidx[q]
+            vb[j] = ab[cur, j] - mean
+            ab[cur, j] = zero
+        # v_s = z_s - alpha (z_s G - b + lam dist): the b and dist terms
+        for q in range(p0, p1):
+            j = tidx[q]
+            crow[j] += (alpha + two * alam) * vb[j]
+            H[j, j] -= two * alam * vb[j]
+        if s == 0:  # z_0 = 0: g_0 = -b + lam dist
+            for q in range(p0, p1):
+                j = tidx[q]
+                dalpha -= vb[j] * (lam * dist[j] - b[j])
+                vb[j] = zero
+            break
+        # z_s = (1 + beta_{s-1}) x_s - beta_{s-1} x_{s-1}, on zidx[:nz]
+        bt = beta[s - 1]
+        r0 = off[s - 1]  # support of x_s: tidx[r0:p0]
+        u0 = off[s - 2] if s > 1 else r0  # support of x_{s-1}: tidx[u0:r0]
+        nz = 0
+        for q in range(r0, p0):
+            j = tidx[q]
+            xd[j] = tval[q]
+            z[j] = tval[q] + bt * tval[q]
+            zidx[nz] = j
+            nz += 1
+        for q in range(u0, r0):
+            j = tidx[q]
+            if xd[j] == zero:
+                z[j] = zero
+                zidx[nz] = j
+                nz += 1
+            z[j] -= bt * tval[q]
+        for q in range(r0, p0):
+            xd[tidx[q]] = zero
+        # alpha: dv/dalpha = -g_s, g_s = z_s G - b + lam dist (on the support)
+        for q in range(p0, p1):
+            j = tidx[q]
+            g = lam * dist[j] - b[j]
+            for r in range(nz):
+                k = zidx[r]
+                g += z[k] * G[k, j]
+            dalpha -= vb[j] * g
+        # Gbar = -alpha z_s vbar^T (symmetrised into H), and
+        # zbar = vbar - alpha G vbar, needed on the supports of x_s and x_{s-1}
+        for r in range(nz):
+            k = zidx[r]
+            azk = alpha * z[k]
+            acc = vb[k]
+            for q in range(p0, p1):
+                j = tidx[q]
+                if azk != zero:
+                    h = azk * vb[j]
+                    H[k, j] -= h
+                    H[j, k] -= h
+                acc -= alpha * G[k, j] * vb[j]
+            # z_s feeds x_s with weight 1 + beta and x_{s-1} with -beta; z[k]
+            # is reused as zbar_k (the value is no longer needed)
+            z[k] = acc
+        for q in range(r0, p0):
+            j = tidx[q]
+            ab[mid, j] += z[j] + bt * z[j]
+        for q in range(u0, r0):
+            j = tidx[q]
+            ab[old, j] -= bt * z[j]
+        for r in range(nz):
+            z[zidx[r]] = zero
+        for q in range(p0, p1):
+            vb[tidx[q]] = zero
+        cur = mid
+    for j in range(m):  # adjoints left on supports when T = 1 or s = 0 broke out
+        ab[0, j] = zero
+        ab[1, j] = zero
+        ab[2, j] = zero
+    return f, dalpha
+
+
+@njit(parallel=True, cache=True)
+def unrolled_batch(B, yy, G, ww, alpha, lam, beta, ks, H_parts, C, loss, dalpha):
+    """Loss and gradient factors of the unrolled encoder over a mini-batch.
+
+    Parameters
+    ----------
+    B : (n, m) array, ``Y W^T`` for the batch.
+    yy : (n,) squared norms of the points.
+    G : (m, m) ``W W^T``; ``ww`` its diagonal.
+    alpha, lam : scalars of the working dtype.
+    beta : (T,) momentum coefficients ``t / (t + 3)``.
+    ks : ``arange(m + 1)`` in the working dtype.
+    H_parts : (n_parts, m, m) output; part p holds the sum of
+        ``Gbar_i + Gbar_i^T + 2 diag(distbar_i)`` over its points. The number
+        of parts is the caller's (fixed by n and m, never by the threads).
+    C : (n, m) output, ``bbar_i - 2 distbar_i`` per point.
+    loss, dalpha : (n,) outputs, ``f(x_T; y_i, W)`` and its derivative in alpha.
+
+    The gradient of ``sum_i f`` over W is ``(sum_p H_parts[p]) W + C^T Y``.
+    """
+    n, m = B.shape
+    T = beta.shape[0]
+    n_parts = H_parts.shape[0]
+    step = (n + n_parts - 1) // n_parts
+    zero = ks[0]
+    for p in prange(n_parts):
+        H = H_parts[p]
+        H[:, :] = zero
+        off = np.empty(T + 1, dtype=np.int64)
+        tidx = np.empty(T * m, dtype=np.int64)
+        tval = np.empty(T * m, dtype=B.dtype)
+        dist = np.empty(m, dtype=B.dtype)
+        v = np.empty(m, dtype=B.dtype)
+        z = np.empty(m, dtype=B.dtype)
+        xd = np.zeros(m, dtype=B.dtype)
+        vb = np.zeros(m, dtype=B.dtype)
+        ab = np.zeros((3, m), dtype=B.dtype)
+        cand = np.empty(m, dtype=np.int64)
+        zidx = np.empty(2 * m, dtype=np.int64)
+        lo = p * step
+        hi = min(lo + step, n)
+        for i in range(lo, hi):
+            crow = C[i]
+            crow[:] = zero
+            f, da = _unrolled_point(
+                B[i], yy[i], G, ww, alpha, lam, beta, ks, off, tidx, tval, dist, v, z, xd, cand, zidx, vb, ab, crow, H
+            )
+            loss[i] = f
+            dalpha[i] = da

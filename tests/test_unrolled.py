@@ -1,0 +1,233 @@
+"""The unrolled solver (SPEC 5b): the hand-written backward pass against
+finite differences and against the NumPy oracle, its determinism, the
+bounded trainable step, and ``KDS(solver="unrolled")``."""
+
+import numba
+import numpy as np
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from fastkds import KDS, KDSClustering, _naive, clustering_accuracy, load, make_moons
+from fastkds._config import numba_threads
+from fastkds.unrolled import (
+    STEP_BOUND,
+    loss_and_gradient,
+    loss_and_gradient_fixed_step,
+    step_size,
+    theta_from_step,
+)
+
+PROBLEMS = [
+    # (seed, n, d, m, T, lam)
+    (0, 30, 2, 5, 8, 1.0),
+    (1, 25, 4, 7, 15, 0.3),
+    (2, 40, 3, 6, 1, 2.0),
+    (3, 20, 5, 4, 30, 0.0),
+    (4, 35, 2, 9, 12, 5.0),
+]
+
+
+def _problem(seed, n, d, m, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    Y = rng.normal(size=(n, d))
+    W = Y[rng.choice(n, m, replace=False)] + 0.1 * rng.normal(size=(m, d))
+    return Y.astype(dtype), W
+
+
+def _rel(a, b):
+    return np.linalg.norm(np.ravel(a) - np.ravel(b)) / max(np.linalg.norm(np.ravel(b)), 1e-300)
+
+
+@pytest.mark.parametrize("theta", [None, 0.4], ids=["fixed_step", "trainable_step"])
+@pytest.mark.parametrize("problem", PROBLEMS, ids=[f"seed{p[0]}" for p in PROBLEMS])
+def test_gradient_matches_central_differences(problem, theta):
+    seed, n, d, m, T, lam = problem
+    Y, W = _problem(seed, n, d, m)
+    f, gW, gt, _ = loss_and_gradient(Y, W, lam, T, theta)
+    h = 1e-6
+    fd = np.empty_like(W)
+    for idx in np.ndindex(W.shape):
+        E = np.zeros_like(W)
+        E[idx] = h
+        fd[idx] = (loss_and_gradient(Y, W + E, lam, T, theta)[0] - loss_and_gradient(Y, W - E, lam, T, theta)[0]) / (2 * h)
+    if theta is None:
+        assert _rel(gW, fd) < 1e-6
+    else:
+        # theta is O(1) and the loss barely depends on it: a larger h keeps
+        # the rounding of the difference (~1e-16 / h) below the tolerance
+        ht = 1e-4
+        fdt = (loss_and_gradient(Y, W, lam, T, theta + ht)[0] - loss_and_gradient(Y, W, lam, T, theta - ht)[0]) / (2 * ht)
+        assert _rel(np.r_[gW.ravel(), gt], np.r_[fd.ravel(), fdt]) < 1e-6
+        assert abs(gt - fdt) <= 1e-4 * abs(fdt)
+
+
+@pytest.mark.parametrize("problem", PROBLEMS, ids=[f"seed{p[0]}" for p in PROBLEMS])
+def test_step_derivative_matches_central_differences(problem):
+    seed, n, d, m, T, lam = problem
+    Y, W = _problem(seed, n, d, m)
+    alpha = 0.9 / np.linalg.norm(W, 2) ** 2
+    _, _, ga = loss_and_gradient_fixed_step(Y, W, lam, T, alpha)
+    h = 1e-4 * alpha  # the loss is O(1), its alpha-derivative small: rounding needs a larger h
+    fp = loss_and_gradient_fixed_step(Y, W, lam, T, alpha + h)[0]
+    fm = loss_and_gradient_fixed_step(Y, W, lam, T, alpha - h)[0]
+    fd = (fp - fm) / (2 * h)
+    assert abs(ga - fd) <= 1e-6 * max(abs(fd), 1e-12)
+
+
+@pytest.mark.parametrize("problem", PROBLEMS, ids=[f"seed{p[0]}" for p in PROBLEMS])
+def test_kernel_matches_numpy_oracle_float64(problem):
+    seed, n, d, m, T, lam = problem
+    Y, W = _problem(seed, n, d, m)
+    alpha = 1.0 / np.linalg.norm(W, 2) ** 2
+    f, gW, ga = loss_and_gradient_fixed_step(Y, W, lam, T, alpha)
+    f0, gW0, ga0 = _naive.unrolled_loss_grad(Y, W, lam, T, alpha)
+    assert abs(f - f0) <= 1e-10 * abs(f0)
+    assert _rel(gW, gW0) < 1e-10
+    assert abs(ga - ga0) <= 1e-10 * max(abs(ga0), 1e-300)
+
+
+@pytest.mark.parametrize("problem", PROBLEMS[:3], ids=[f"seed{p[0]}" for p in PROBLEMS[:3]])
+def test_kernel_float32_matches_oracle(problem):
+    seed, n, d, m, T, lam = problem
+    Y, W = _problem(seed, n, d, m)
+    alpha = 1.0 / np.linalg.norm(W, 2) ** 2
+    f, gW, ga = loss_and_gradient_fixed_step(Y.astype(np.float32), W, lam, T, alpha)
+    # the oracle on the data as float32 holds, in float64
+    f0, gW0, ga0 = _naive.unrolled_loss_grad(Y.astype(np.float32).astype(np.float64), W, lam, T, alpha)
+    assert abs(f - f0) <= 1e-4 * abs(f0)
+    assert _rel(gW, gW0) < 1e-3
+    assert abs(ga - ga0) <= 1e-3 * abs(ga0)
+
+
+def test_kernel_matches_oracle_on_mnist_like_shapes():
+    # many atoms, an iterate that starts dense: the O(nnz^2) bookkeeping of
+    # the backward pass over large supports
+    rng = np.random.default_rng(7)
+    Y = rng.random((50, 30))
+    Y /= np.linalg.norm(Y, axis=1, keepdims=True)
+    W = Y[rng.choice(50, 40, replace=False)]
+    alpha = 1.0 / np.linalg.norm(W, 2) ** 2
+    f, gW, ga = loss_and_gradient_fixed_step(Y, W, 0.5, 25, alpha)
+    f0, gW0, ga0 = _naive.unrolled_loss_grad(Y, W, 0.5, 25, alpha)
+    assert abs(f - f0) <= 1e-10 * abs(f0)
+    assert _rel(gW, gW0) < 1e-10
+    assert abs(ga - ga0) <= 1e-10 * abs(ga0)
+
+
+def test_gradient_is_identical_for_any_thread_count():
+    Y, W = _problem(5, 700, 3, 12)
+    alpha = 1.0 / np.linalg.norm(W, 2) ** 2
+    results = []
+    for n_jobs in (1, numba.config.NUMBA_NUM_THREADS):
+        with numba_threads(n_jobs):
+            results.append(loss_and_gradient_fixed_step(Y, W, 1.0, 10, alpha))
+    assert results[0][0] == results[1][0]
+    assert np.array_equal(results[0][1], results[1][1])
+    assert results[0][2] == results[1][2]
+
+
+def test_loss_is_the_encoder_objective():
+    # the forward pass is the encoder: the loss is the objective of its codes
+    Y, W = _problem(6, 60, 2, 8)
+    f, _, _, alpha = loss_and_gradient(Y, W, 2.0, 10)
+    X = _naive.encode(Y, W, 2.0, 10)
+    assert f == pytest.approx(_naive.objective(Y, W, X, 2.0).mean(), rel=1e-12)
+    assert alpha == pytest.approx(_naive.step_size(W), rel=1e-12)
+
+
+def test_trainable_step_is_bounded():
+    _, W = _problem(0, 30, 2, 6)
+    top = np.linalg.norm(W, 2) ** 2
+    assert step_size(W, theta=60.0) <= STEP_BOUND / top
+    assert step_size(W, theta=-60.0) > 0
+    # it starts at the fixed step, and theta_from_step inverts it
+    from fastkds.unrolled import initial_theta
+
+    assert step_size(W, initial_theta()) == pytest.approx(1.0 / top, rel=1e-12)
+    assert theta_from_step(W, step_size(W, 0.3)) == pytest.approx(0.3, rel=1e-9)
+
+
+# -- the estimator -------------------------------------------------------------
+
+
+def _moons_model(**kw):
+    params = dict(n_atoms=24, lam=5.0, n_iter=15, solver="unrolled", max_epochs=150, batch_size=2000,
+                  learning_rate=1e-2, init="random", random_state=0)
+    params.update(kw)
+    return KDS(**params)
+
+
+def test_unrolled_fit_lowers_the_objective_and_clusters_moons():
+    Y, y = make_moons(2000, random_state=1)
+    model = KDSClustering(2, **_moons_model().get_params()).fit(Y)
+    obj = model.kds_.objective_
+    assert obj.shape == (150,)
+    assert obj[-1] < 0.75 * obj[0]
+    assert clustering_accuracy(y, model.labels_) >= 0.99
+
+
+def test_learned_step_is_used_by_transform_and_survives_save(tmp_path):
+    Y, _ = make_moons(600, random_state=2)
+    model = _moons_model(train_step=True, max_epochs=40, learning_rate=5e-2, batch_size=200).fit(Y)
+    W = model.components_
+    top = np.linalg.norm(W, 2) ** 2
+    assert model.step_ != pytest.approx(1.0 / top, rel=1e-3)  # it did train
+    assert model.step_ < STEP_BOUND / top
+    codes = model.transform(Y).toarray()
+    ref = _naive.encode(Y, W, 5.0, 15, alpha=model.step_)
+    assert np.abs(codes - ref).max() < 1e-10
+    model.save(tmp_path / "m.npz")
+    loaded = load(tmp_path / "m.npz")
+    assert loaded.solver == "unrolled" and loaded.train_step
+    assert (loaded.transform(Y) != model.transform(Y)).nnz == 0
+
+
+def test_unrolled_fit_float32():
+    Y, _ = make_moons(500, random_state=3)
+    model = _moons_model(max_epochs=20, batch_size=128).fit(Y.astype(np.float32))
+    assert model.components_.dtype == np.float32
+    assert np.all(np.isfinite(model.objective_))
+    assert model.objective_[-1] < model.objective_[0]
+
+
+def test_unrolled_fit_is_reproducible_and_thread_independent():
+    Y, _ = make_moons(800, random_state=4)
+    a = _moons_model(max_epochs=5, batch_size=100, n_jobs=1).fit(Y)
+    b = _moons_model(max_epochs=5, batch_size=100, n_jobs=2).fit(Y)
+    assert np.array_equal(a.components_, b.components_)
+
+
+def test_unrolled_fit_does_not_modify_input():
+    Y, _ = make_moons(300, random_state=5)
+    Y0 = Y.copy()
+    _moons_model(max_epochs=3, batch_size=64).fit(Y)
+    assert np.array_equal(Y, Y0)
+
+
+@pytest.mark.parametrize(
+    "params, error",
+    [
+        ({"solver": "sgd"}, ValueError),
+        ({"learning_rate": 0.0}, ValueError),
+        ({"learning_rate": "fast"}, TypeError),
+        ({"clip_norm": -1.0}, ValueError),
+        ({"batch_size": 0}, ValueError),
+        ({"batch_size": 2.5}, TypeError),
+        ({"shuffle": "yes"}, TypeError),
+        ({"train_step": 1}, TypeError),
+    ],
+)
+def test_bad_solver_parameters_fail_clearly(params, error):
+    Y, _ = make_moons(100, random_state=0)
+    with pytest.raises(error, match=next(iter(params))):
+        KDS(4, solver="unrolled", max_epochs=1).set_params(**params).fit(Y)
+
+
+@parametrize_with_checks(
+    [
+        KDS(n_atoms=4, max_epochs=3, solver="unrolled", batch_size=16, random_state=0),
+        KDS(n_atoms=4, max_epochs=3, solver="unrolled", train_step=True, random_state=0),
+    ]
+)
+def test_sklearn_compatible_unrolled(estimator, check):
+    check(estimator)
