@@ -52,11 +52,19 @@ class CudaBackend:
         return self._gpu.default_chunk_size_cuda(n_features, n_atoms, itemsize)
 
     def allocate(self, prepared, chunk_size):
-        # two buffer sets: one chunk's transfers overlap the other's compute
-        return [prepared.allocate(chunk_size) for _ in range(2)]
+        # several buffer sets: while the host takes one chunk's codes, the GPU
+        # encodes the next ones
+        return [prepared.allocate(chunk_size) for _ in range(self._gpu.BUFFER_SETS)]
 
     def run_epoch(self, Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None):
-        return self._gpu.run_epoch_cuda(Y, prepared, chunk_size, stats, buffers, codes_out)
+        from .sources import ChunkSource
+
+        if not isinstance(Y, ChunkSource):
+            return self._gpu.run_epoch_cuda(Y, prepared, chunk_size, stats, buffers, codes_out)
+        # data read in chunks: each source chunk streams through the GPU in turn
+        for _, chunk in Y.chunks(chunk_size):
+            self._gpu.run_epoch_cuda(chunk, prepared, chunk_size, stats, buffers, codes_out)
+        return stats
 
 
 def get_backend(device):

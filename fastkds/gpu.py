@@ -9,33 +9,40 @@ GPU is a clear RuntimeError rather than a driver traceback. The CUDA simulator
 kernels on the CPU, one Python thread per CUDA thread: slow, for tests only.
 
 The kernels are twins of :mod:`fastkds._kernels` (SPEC sections 3-5): the same
-mathematics in the same operation order, generic in float32/float64, with
-every constant taken from the typed array ``ks = arange(m + 1, dtype)`` (a
-Python float literal would promote float32 arithmetic to float64). Results
-match the CPU kernels to rounding, not bitwise: the GPU compiler contracts
-``a * b + c`` into fused multiply-adds, and ``B = Y W^T`` and ``||y||^2`` are
-summed in a different order than BLAS does on the host.
+mathematics, generic in float32/float64, with every constant taken from the
+typed array ``ks = arange(m + 1, dtype)`` (a Python float literal would
+promote float32 arithmetic to float64). Results match the CPU kernels to
+rounding, not bitwise: the GPU compiler contracts ``a * b + c`` into fused
+multiply-adds, ``B = Y W^T`` and ``||y||^2`` are summed in another order than
+BLAS does on the host, and the warp encoder adds its sums as a tree.
 
 How threads map to work
 -----------------------
-- ``B = Y W^T`` (stored transposed, ``Bt``: m x n) and ``yy = ||y||^2`` are
-  computed on the device (:func:`_bt_kernel`, :func:`_sqnorm_kernel`): on
-  low-dimensional data B is far larger than Y, so shipping Y and forming B
-  there moves m/d times fewer bytes over PCIe. One thread per entry of ``Bt``,
-  the point index fastest, so a warp reads one atom and 32 consecutive points
-  and writes 32 consecutive entries of ``Bt``.
-- Encoder (:func:`_encode_kernel`): one point per thread, grid-stride loop.
-  ``cuda.local.array`` needs a compile-time size, so per-thread scratch lives
-  in preallocated global arrays of shape (m, n_slots), one column per thread
-  ("slot"): element j of all threads of a warp is contiguous, the layout the
-  hardware gives local memory, so the uniform loops over j coalesce. A launch
-  may use fewer threads than there are slots, never more (extra threads
-  return at once), and every point is computed by one thread alone, so codes
-  do not depend on the launch configuration.
-- CSR assembly: one thread per row counts its nonzeros; the exclusive prefix
-  sum runs on the host (``numpy.cumsum`` on the counts copied back: the host
-  needs the total to size the output anyway); one thread per row then writes
-  its ascending column indices and values.
+- Warp encoder (:func:`_make_warp_encode_kernel`, the default): one point per
+  warp of 32 threads, lane ``l`` owning atoms ``l, l + 32, ...`` (R = ceil(m /
+  32) of them, a compile-time constant, so the per-atom state lives in
+  registers). Supports are warp ballots, the sums and the maximum of the
+  projection are butterfly reductions (every lane gets the same bits, since
+  addition commutes), and ``z G`` over the support of z broadcasts each
+  ``z_k`` with a shuffle and reads row k of ``G`` coalesced. ``B = Y W^T`` and
+  ``||y||^2`` are formed in the kernel from Y and ``W^T`` (padded to 32 R
+  columns with zeros), so nothing of size n x m is written besides the codes.
+- Thread encoder (:func:`_encode_kernel`, ``kernel="thread"``): one point per
+  thread, grid-stride loop, on ``Bt = (Y W^T)^T`` (m x n) and ``yy`` formed by
+  :func:`_bt_kernel` and :func:`_sqnorm_kernel`. ``cuda.local.array`` needs a
+  compile-time size, so per-thread scratch lives in global arrays of shape
+  (m, n_slots), one column per thread ("slot"); a launch may use fewer
+  threads than there are slots, never more.
+- Either way every point is computed by one thread or one warp alone, so codes
+  do not depend on the launch configuration. Both encoders also write each
+  row's support size (``counts``).
+- CSR assembly, all on the device: an exclusive prefix sum of the counts into
+  ``indptr`` (:func:`_scan_tiles_kernel`: a block scans a tile of
+  ``threads * items`` rows in shared memory and writes the tile's total;
+  :func:`_scan_offsets_kernel`: one block scans the tile totals;
+  :func:`_scan_add_kernel`: tile offsets added), then one thread per row
+  writes its ascending column indices and values (:func:`_fill_kernel`).
+  Integer sums, so any launch gives the same ``indptr``.
 - Sufficient statistics (:func:`_stats_partial_kernel`): ``X^T [X | 1 | Y]``
   (m x (m + 1 + d)) in float64. Rows are cut into fixed parts of
   :data:`STATS_ROWS` rows; one thread per (part, output column) loops over the
@@ -46,15 +53,19 @@ How threads map to work
   on how rows are streamed either, when chunks are multiples of STATS_ROWS, as
   :func:`statistics_cuda` makes them).
 
-Streaming: each chunk's data goes through pinned host buffers on the chunk's
-own CUDA stream; :func:`encode_csr_cuda` keeps two buffer sets so that one
-chunk's transfer and encoding overlap the previous chunk's CSR fill and copy
-back.
+Streaming: each chunk goes through pinned host buffers on its buffer set's own
+CUDA stream: data in, encoder, scan, fill and ``indptr`` back are queued at
+once; the host then waits for that chunk's total, copies ``indices`` and
+``data`` back and writes them, with ``indptr`` shifted by the rows and
+entries before the chunk, straight into the final arrays (a parallel Numba
+copy on the host). :func:`encode_csr_cuda` keeps :data:`BUFFER_SETS` sets, so
+while the host places one chunk the GPU encodes the next ones.
 """
 
 from collections import deque
 
 import numpy as np
+import scipy.sparse as sp
 
 # numba-cuda <= 0.30 registers an overload of np.row_stack while compiling its
 # first kernel; NumPy 2.5 removed that alias of np.vstack, and the compile then
@@ -66,24 +77,41 @@ if not hasattr(np, "row_stack"):
 import numba  # noqa: E402
 from numba import cuda  # noqa: E402
 
-from .encoding import PreparedDictionary, concatenate_csr, iter_chunks
+from .encoding import PreparedDictionary, iter_chunks  # noqa: E402
 
 #: Rows per part of the sufficient-statistics reduction. Fixed (not derived
 #: from the launch) so the order of every sum is a property of the data alone.
 STATS_ROWS = 256
 
-#: Default bytes of device memory for the encoder's per-thread scratch.
+#: Default bytes of device memory for the thread encoder's per-thread scratch.
 SCRATCH_BUDGET = 512 * 2**20
 
 #: Default bytes of device memory for the statistics' per-part partial sums.
 PARTIALS_BUDGET = 256 * 2**20
 
-#: Threads per block of the encoder (register-heavy) and of the other kernels.
+#: Threads per block of the thread encoder (register-heavy) and of the other kernels.
 ENCODE_THREADS = 128
 THREADS = 256
 
+#: Warps per block of the warp encoder.
+WARPS_PER_BLOCK = 4
+
+#: The prefix sum: threads per block (at most 1024) and rows per thread.
+SCAN_THREADS = 256
+SCAN_ITEMS = 8
+
 #: Grid-stride loops cover any size; this caps the blocks of one launch.
 MAX_BLOCKS = 1 << 16
+
+#: Buffer sets (streams) :func:`encode_csr_cuda` and :class:`CudaBackend
+#: <fastkds._backends.CudaBackend>` keep in flight.
+BUFFER_SETS = 3
+
+#: ``kernel="auto"`` takes the warp encoder from this many atoms on (the
+#: thread encoder below). Chosen by measurement: see docs/gpu.md.
+WARP_MIN_ATOMS = 1
+
+KERNELS = ("auto", "warp", "thread")
 
 
 # --------------------------------------------------------------------------
@@ -144,6 +172,276 @@ def _launch(work, stream, threads=None):
 
 
 # --------------------------------------------------------------------------
+# Warp primitives (the simulator has none: stand-ins below)
+# --------------------------------------------------------------------------
+
+if numba.config.ENABLE_CUDASIM:
+    import threading
+
+    _SIM_LOCK = threading.Lock()
+
+    def _sim_exchange(value):
+        """Every lane of the calling thread's warp deposits ``value``; each
+        gets the warp's 32 values. The simulator runs each CUDA thread as a
+        Python thread: a barrier per warp stands in for the lockstep a
+        shuffle relies on (every lane must call, as with a full mask). Two
+        slot lists, used in turn, let one barrier per exchange suffice: a
+        lane writes list k % 2 again only after all have passed exchange
+        k + 1, so after all have read exchange k."""
+        me = threading.current_thread()
+        lane = me.thread_id % 32
+        with _SIM_LOCK:
+            warps = me._manager.__dict__.setdefault("_fastkds_warps", {})
+            key = me.thread_id // 32
+            if key not in warps:
+                warps[key] = (threading.Barrier(32, timeout=120), ([None] * 32, [None] * 32))
+            barrier, slots = warps[key]
+        turn = me.__dict__.get("_fastkds_turn", 0)
+        me._fastkds_turn = 1 - turn
+        slots[turn][lane] = value
+        barrier.wait()
+        return lane, list(slots[turn])
+
+    def _shfl(value, src):
+        return _sim_exchange(value)[1][src]
+
+    def _shfl_xor(value, lane_mask):
+        lane, values = _sim_exchange(value)
+        return values[lane ^ lane_mask]
+
+    def _ballot(pred):
+        values = _sim_exchange(bool(pred))[1]
+        return sum(1 << lane for lane in range(32) if values[lane])
+
+    # One exchange per reduction instead of five shuffles: the simulator's
+    # cost is the number of barriers. Every lane adds in lane order, so all
+    # get the same bits, as with the butterfly on a GPU.
+    def _warp_sum(value):
+        values = _sim_exchange(value)[1]
+        for lane in range(1, 32):
+            values[0] += values[lane]
+        return values[0]
+
+    def _warp_max(value):
+        return max(_sim_exchange(value)[1])
+
+    def _warp_count(bits, r):
+        return sum(((b >> r) & 1) for b in _sim_exchange(bits)[1])
+
+else:
+
+    @cuda.jit(device=True)
+    def _shfl(value, src):
+        return cuda.shfl_sync(0xFFFFFFFF, value, src)
+
+    @cuda.jit(device=True)
+    def _shfl_xor(value, lane_mask):
+        return cuda.shfl_xor_sync(0xFFFFFFFF, value, lane_mask)
+
+    @cuda.jit(device=True)
+    def _ballot(pred):
+        # ballot_sync gives an int32: keep its 32 bits, not its sign
+        return numba.int64(cuda.ballot_sync(0xFFFFFFFF, pred)) & 0xFFFFFFFF
+
+    @cuda.jit(device=True)
+    def _warp_sum(value):
+        """Sum over the warp, the same bits on every lane (butterfly: each step
+        adds two values that the partner lane adds in the other order)."""
+        off = 16
+        while off > 0:
+            value += _shfl_xor(value, off)
+            off //= 2
+        return value
+
+    @cuda.jit(device=True)
+    def _warp_max(value):
+        off = 16
+        while off > 0:
+            other = _shfl_xor(value, off)
+            if other > value:
+                value = other
+            off //= 2
+        return value
+
+    @cuda.jit(device=True)
+    def _warp_count(bits, r):
+        """Lanes of the warp whose bit ``r`` of ``bits`` is set."""
+        return cuda.popc(_ballot(((bits >> r) & 1) != 0))
+
+
+# --------------------------------------------------------------------------
+# The warp encoder: one point per warp
+# --------------------------------------------------------------------------
+
+_WARP_KERNELS = {}
+
+
+def _warp_encode_kernel(R, dtype):
+    """The warp encoder for ``R = ceil(m / 32)`` atoms per lane in ``dtype``
+    (made once per process; numba caches the compiled code on disk)."""
+    key = (int(R), np.dtype(dtype).name)
+    if key not in _WARP_KERNELS:
+        _WARP_KERNELS[key] = _make_warp_encode_kernel(int(R), numba.from_dtype(np.dtype(dtype)))
+    return _WARP_KERNELS[key]
+
+
+def _make_warp_encode_kernel(R, nbtype):
+    """Compile-time R and dtype: ``cuda.local.array`` needs both, and with
+    them the loops over r unroll and the per-atom state stays in registers."""
+
+    @cuda.jit(cache=True)
+    def _warp_encode(Y, Wt, G, ww, alpha, lam, beta, ks, neg_inf, n, m, X, obj, counts):
+        """Encode points 0..n-1 of ``Y``: codes into the rows of ``X``,
+        objectives into ``obj``, support sizes into ``counts``.
+
+        Twin of ``_kernels._encode_point`` with the atoms spread over the
+        lanes: lane l holds atom ``j = 32 r + l`` in slot r of ``b``, ``v``,
+        ``z``, ``x``. ``Wt`` (d x 32R), ``G`` (32R x 32R) and ``ww`` (32R) are
+        zero-padded; padded atoms are never candidates. Warps take points in
+        a grid-stride loop; every lane of a warp runs the same iterations, as
+        the full-mask shuffles and ballots require.
+        """
+        zero = ks[0]
+        one = ks[1]
+        half = one / (one + one)
+        d = Y.shape[1]
+        lane = cuda.threadIdx.x % 32
+        warp = cuda.grid(1) // 32
+        n_warps = cuda.gridsize(1) // 32
+        b = cuda.local.array(R, nbtype)
+        v = cuda.local.array(R, nbtype)
+        z = cuda.local.array(R, nbtype)
+        x = cuda.local.array(R, nbtype)
+        for i in range(warp, n, n_warps):
+            # b = W y and ||y||^2, each lane for its atoms
+            yy = zero
+            for r in range(R):
+                b[r] = zero
+                z[r] = zero
+                x[r] = zero
+            for k in range(d):
+                yk = Y[i, k]
+                yy += yk * yk
+                for r in range(R):
+                    b[r] += yk * Wt[k, 32 * r + lane]
+            nx = 0
+            for t in range(beta.shape[0]):
+                # v = z - alpha * (z G + c), c = lam * dist - b, over supp(z)
+                for r in range(R):
+                    dj = yy - (b[r] + b[r]) + ww[32 * r + lane]
+                    if dj < zero:  # rounding in the expanded form
+                        dj = zero
+                    v[r] = -alpha * (lam * dj - b[r])
+                for r in range(R):
+                    mask = _ballot(z[r] != zero)
+                    while mask != 0:
+                        src = cuda.ffs(mask) - 1
+                        mask = mask & (mask - 1)
+                        a = alpha * _shfl(z[r], src)
+                        row = 32 * r + src
+                        for r2 in range(R):
+                            v[r2] -= a * G[row, 32 * r2 + lane]
+                for r in range(R):
+                    v[r] += z[r]
+                # projection relative to max(v); the previous support bounds tau below
+                vmax = neg_inf
+                for r in range(R):
+                    if 32 * r + lane < m and v[r] > vmax:
+                        vmax = v[r]
+                vmax = _warp_max(vmax)
+                floor = -one
+                if nx > 0:
+                    s = zero
+                    for r in range(R):
+                        if x[r] != zero:
+                            s += v[r] - vmax
+                    s = (_warp_sum(s) - one) / ks[nx]
+                    if s > floor:
+                        floor = s
+                # Michelot on the candidates (bit r of cb: slot r is one)
+                cb = 0
+                s = zero
+                for r in range(R):
+                    u = v[r] - vmax
+                    if 32 * r + lane < m and u > floor:
+                        cb |= 1 << r
+                        s += u
+                kc = 0
+                for r in range(R):
+                    kc += _warp_count(cb, r)
+                tau = (_warp_sum(s) - one) / ks[kc]
+                passes = 0
+                going = True
+                while going:
+                    nb = 0
+                    s = zero
+                    for r in range(R):
+                        if (cb >> r) & 1:
+                            u = v[r] - vmax
+                            if u > tau:
+                                nb |= 1 << r
+                                s += u
+                    kn = 0
+                    for r in range(R):
+                        kn += _warp_count(nb, r)
+                    s = _warp_sum(s)
+                    passes += 1
+                    if kn == kc or passes > m:  # capped as on the CPU
+                        going = False
+                    else:
+                        tau = (s - one) / ks[kn]
+                    kc = kn
+                    cb = nb
+                # x_new = max(v - tau, 0); z = x_new + beta (x_new - x_old)
+                bt = beta[t]
+                for r in range(R):
+                    xo = x[r]
+                    xn = zero
+                    if (cb >> r) & 1:
+                        xn = (v[r] - vmax) - tau
+                    x[r] = xn
+                    z[r] = xn + bt * (xn - xo)
+                nx = kc
+            # objective 1/2 ||y - x W||^2 + lam sum_j x_j dist_j via the Gram
+            # form; v becomes G x (G is symmetric: W W^T by syrk)
+            for r in range(R):
+                v[r] = zero
+            for r in range(R):
+                mask = _ballot(x[r] != zero)
+                while mask != 0:
+                    src = cuda.ffs(mask) - 1
+                    mask = mask & (mask - 1)
+                    xq = _shfl(x[r], src)
+                    row = 32 * r + src
+                    for r2 in range(R):
+                        v[r2] += xq * G[row, 32 * r2 + lane]
+            rec = zero
+            loc = zero
+            for r in range(R):
+                xj = x[r]
+                if xj != zero:
+                    dj = yy - (b[r] + b[r]) + ww[32 * r + lane]
+                    if dj < zero:
+                        dj = zero
+                    rec -= (xj + xj) * b[r]
+                    loc += xj * dj
+                    rec += xj * v[r]
+            rec = yy + _warp_sum(rec)
+            loc = _warp_sum(loc)
+            if rec < zero:
+                rec = zero
+            for r in range(R):
+                j = 32 * r + lane
+                if j < m:
+                    X[i, j] = x[r]
+            if lane == 0:
+                obj[i] = half * rec + lam * loc
+                counts[i] = nx
+
+    return _warp_encode
+
+
+# --------------------------------------------------------------------------
 # Device functions: twins of the CPU projection and encoder
 # --------------------------------------------------------------------------
 
@@ -197,7 +495,8 @@ def _simplex_support_michelot(v, vmax, floor, ks, cand):
 
 @cuda.jit(device=True)
 def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, cand, zidx, xs, xold):
-    """Twin of ``_kernels._encode_point``: encode one point, return f(x; y, W).
+    """Twin of ``_kernels._encode_point``: encode one point, return f(x; y, W)
+    and the size of the support of x.
 
     All vector arguments are 1-D views (possibly strided: columns of the
     scratch arrays and of ``Bt``); ``x`` must be zero on entry. See the CPU
@@ -278,11 +577,11 @@ def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, cand, z
         rec += xj * acc
     if rec < zero:
         rec = zero
-    return half * rec + lam * loc
+    return half * rec + lam * loc, nx
 
 
 # --------------------------------------------------------------------------
-# Kernels: per-chunk products, encoder, CSR assembly
+# Kernels: per-chunk products and the thread encoder
 # --------------------------------------------------------------------------
 
 
@@ -317,8 +616,9 @@ def _sqnorm_kernel(Y, n, ks, yy):
 
 
 @cuda.jit(cache=True)
-def _encode_kernel(Bt, yy, G, ww, alpha, lam, beta, ks, n, X, obj, ac, dist, v, z, xold, cand, zidx, xs):
-    """Encode points 0..n-1: codes into the rows of ``X``, objectives into ``obj``.
+def _encode_kernel(Bt, yy, G, ww, alpha, lam, beta, ks, n, X, obj, counts, ac, dist, v, z, xold, cand, zidx, xs):
+    """Encode points 0..n-1: codes into the rows of ``X``, objectives into
+    ``obj``, support sizes into ``counts``.
 
     One point per thread in a grid-stride loop. Scratch arrays have shape
     (m, n_slots) (``zidx``: (2m, n_slots)); thread ``slot`` uses column
@@ -338,25 +638,94 @@ def _encode_kernel(Bt, yy, G, ww, alpha, lam, beta, ks, n, X, obj, ac, dist, v, 
         x = X[i]
         for j in range(m):
             x[j] = zero
-        obj[i] = _encode_point(
+        f, nx = _encode_point(
             Bt[:, i], yy[i], G, ww, alpha, lam, beta, ks, x,
             ac[:, slot], dist[:, slot], v[:, slot], z[:, slot],
             cand[:, slot], zidx[:, slot], xs[:, slot], xold[:, slot],
         )  # fmt: skip
+        obj[i] = f
+        counts[i] = nx
+
+
+# --------------------------------------------------------------------------
+# Kernels: CSR assembly (prefix sum and fill)
+# --------------------------------------------------------------------------
+
+
+@cuda.jit(device=True)
+def _block_scan(sh, value):
+    """Inclusive sum of ``value`` over the threads of the block (all must
+    call): ``(this thread's prefix, the block's total)``. Hillis-Steele in
+    the shared array ``sh`` (at least blockDim.x entries)."""
+    t = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    sh[t] = value
+    cuda.syncthreads()
+    off = 1
+    while off < nt:
+        add = sh[t - off] if t >= off else 0
+        cuda.syncthreads()
+        sh[t] += add
+        cuda.syncthreads()
+        off *= 2
+    res = sh[t]
+    total = sh[nt - 1]
+    cuda.syncthreads()  # sh is written again by the next call
+    return res, total
 
 
 @cuda.jit(cache=True)
-def _count_kernel(X, n, counts):
-    """Twin of ``_kernels.count_row_nonzeros``: nonzeros of rows 0..n-1."""
-    m = X.shape[1]
+def _scan_tiles_kernel(counts, n, items, out, tile_sums):
+    """Phase 1 of ``out[0] = 0, out[i + 1] = counts[0] + ... + counts[i]``.
+
+    Block-stride loop over tiles of ``blockDim.x * items`` rows; thread t of
+    a tile owns ``items`` consecutive rows. Writes the scan within each tile
+    to ``out[i + 1]`` and each tile's total to ``tile_sums``.
+    """
+    sh = cuda.shared.array(1024, numba.int64)
+    t = cuda.threadIdx.x
+    tile = cuda.blockDim.x * items
+    n_tiles = (n + tile - 1) // tile
+    for tb in range(cuda.blockIdx.x, n_tiles, cuda.gridDim.x):
+        lo = tb * tile + t * items
+        s = 0
+        for q in range(items):
+            if lo + q < n:
+                s += counts[lo + q]
+        incl, total = _block_scan(sh, s)
+        run = incl - s
+        for q in range(items):
+            if lo + q < n:
+                run += counts[lo + q]
+                out[lo + q + 1] = run
+        if t == 0:
+            tile_sums[tb] = total
+
+
+@cuda.jit(cache=True)
+def _scan_offsets_kernel(tile_sums, n_tiles):
+    """Phase 2, one block: ``tile_sums`` becomes its exclusive prefix sum."""
+    sh = cuda.shared.array(1024, numba.int64)
+    t = cuda.threadIdx.x
+    carry = 0
+    for base in range(0, n_tiles, cuda.blockDim.x):
+        i = base + t
+        val = tile_sums[i] if i < n_tiles else 0
+        incl, total = _block_scan(sh, val)
+        if i < n_tiles:
+            tile_sums[i] = carry + incl - val
+        carry += total
+
+
+@cuda.jit(cache=True)
+def _scan_add_kernel(out, n, tile, tile_offsets):
+    """Phase 3: add each tile's offset; ``out[0] = 0``."""
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
+    if start == 0:
+        out[0] = 0
     for i in range(start, n, stride):
-        k = 0
-        for j in range(m):
-            if X[i, j] != 0:
-                k += 1
-        counts[i] = k
+        out[i + 1] += tile_offsets[i // tile]
 
 
 @cuda.jit(cache=True)
@@ -372,6 +741,69 @@ def _fill_kernel(X, n, indptr, indices, data):
                 indices[p] = j
                 data[p] = X[i, j]
                 p += 1
+
+
+def _pow2_at_least(k):
+    p = 32
+    while p < k:
+        p *= 2
+    return p
+
+
+def _scan_on_device(d_counts, n, d_out, d_tiles, stream, threads=None, items=None):
+    """Queue ``d_out[:n + 1] = [0, cumsum(d_counts[:n])]`` on ``stream``.
+
+    ``d_tiles`` (int64) needs ``ceil(n / (threads * items))`` entries; with
+    the defaults at most ``ceil(n / (32 * SCAN_ITEMS))``. Small inputs get
+    small blocks (whole warps).
+    """
+    items = int(items or SCAN_ITEMS)
+    threads = min(int(threads or SCAN_THREADS), _pow2_at_least(-(-n // items)), 1024)
+    tile = threads * items
+    n_tiles = -(-n // tile)
+    _scan_tiles_kernel[min(n_tiles, MAX_BLOCKS), threads, stream](d_counts, n, items, d_out, d_tiles)
+    _scan_offsets_kernel[1, min(SCAN_THREADS, _pow2_at_least(n_tiles)), stream](d_tiles, n_tiles)
+    _scan_add_kernel[_launch(n, stream)](d_out, n, tile, d_tiles)
+
+
+def indptr_cuda(counts, *, threads=None, items=None):
+    """Exclusive prefix sum of row counts on the GPU: a CSR ``indptr``.
+
+    The scan the CUDA pipeline runs on the device, for tests and reuse.
+
+    Parameters
+    ----------
+    counts : array-like of int, shape (n,)
+        Non-negative counts (int32 or int64).
+    threads, items : int or None
+        Threads per block (at most 1024) and rows per thread; by default
+        :data:`SCAN_THREADS` and :data:`SCAN_ITEMS`.
+
+    Returns
+    -------
+    indptr : ndarray of int64, shape (n + 1,)
+        ``[0, counts[0], counts[0] + counts[1], ...]``.
+    """
+    require_cuda()
+    counts = np.ascontiguousarray(counts)
+    if counts.ndim != 1 or counts.dtype.kind not in "iu":
+        raise ValueError(f"counts must be a 1-D integer array, got {counts.dtype} {counts.shape}")
+    n = counts.shape[0]
+    out = np.zeros(n + 1, dtype=np.int64)
+    if n == 0:
+        return out
+    stream = cuda.stream()
+    items = int(items or SCAN_ITEMS)
+    if threads is not None and not 1 <= int(threads) <= 1024:
+        raise ValueError(f"threads must be in 1..1024, got {threads}")
+    d_counts = cuda.to_device(counts, stream=stream)
+    d_out = cuda.to_device(out, stream=stream)
+    smallest = min(int(threads or 32), 32)  # the most tiles any block size here gives
+    d_tiles = cuda.device_array(-(-n // (smallest * items)) + 1, dtype=np.int64, stream=stream)
+    _scan_on_device(d_counts, n, d_out, d_tiles, stream, threads, items)
+    d_out.copy_to_host(out, stream=stream)
+    stream.synchronize()
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -506,11 +938,45 @@ class _StatsWorkspace:
 
 
 # --------------------------------------------------------------------------
-# Host side: prepared dictionary, buffers, streaming
+# Host side: parallel copies, prepared dictionary, buffers, streaming
 # --------------------------------------------------------------------------
 
 #: Default bytes of device memory per buffer set (data, B, dense codes, CSR).
 CHUNK_BUDGET = 512 * 2**20
+
+#: Elements per work item of the host copies (fixed: any thread count gives
+#: the same result, and each item is long enough to stream memory).
+COPY_BLOCK = 1 << 16
+
+
+@numba.njit(parallel=True, cache=True)
+def _copy_flat(dst, src):
+    """``dst[:] = src`` for 1-D arrays, in parallel (pinned staging of Y)."""
+    n = src.shape[0]
+    for blk in numba.prange((n + COPY_BLOCK - 1) // COPY_BLOCK):
+        lo = blk * COPY_BLOCK
+        hi = min(lo + COPY_BLOCK, n)
+        for e in range(lo, hi):
+            dst[e] = src[e]
+
+
+@numba.njit(parallel=True, cache=True)
+def _place_chunk(c_indptr, c_indices, c_data, n, nnz, row0, base, indptr, indices, data):
+    """Write a chunk's CSR arrays (rows ``row0..row0+n-1``, entries from
+    ``base`` on) into the final arrays: ``indptr`` shifted by ``base``,
+    ``indices`` and ``data`` copied. In parallel: first touch of the final
+    arrays' pages is part of the cost."""
+    for blk in numba.prange((n + COPY_BLOCK - 1) // COPY_BLOCK):
+        lo = blk * COPY_BLOCK
+        hi = min(lo + COPY_BLOCK, n)
+        for i in range(lo, hi):
+            indptr[row0 + 1 + i] = c_indptr[i + 1] + base
+    for blk in numba.prange((nnz + COPY_BLOCK - 1) // COPY_BLOCK):
+        lo = blk * COPY_BLOCK
+        hi = min(lo + COPY_BLOCK, nnz)
+        for p in range(lo, hi):
+            indices[base + p] = c_indices[p]
+            data[base + p] = c_data[p]
 
 
 def _free_device_memory():
@@ -524,11 +990,13 @@ def _free_device_memory():
 def default_chunk_size_cuda(n_features, n_atoms, itemsize, budget=None):
     """Rows per GPU chunk so that one buffer set fits ``budget`` bytes.
 
-    A row needs its data (d), ``B`` and the dense codes (2 m), ``||y||^2``
-    and the objective, the count and indptr (int64), and room for a few CSR
-    entries. Larger chunks than on the CPU: each launch should fill the GPU.
-    By default the budget is ``CHUNK_BUDGET``, or an eighth of the free device
-    memory when that is less (two buffer sets, the encoder's scratch and the
+    A row needs its data (d), ``B`` and the dense codes (2 m), ``||y||^2``,
+    the objective, the count and indptr, and room for m CSR entries (the
+    device's CSR arrays are sized for the worst case, so the whole chunk is
+    queued without waiting for its total). Larger chunks than on the CPU:
+    each launch should fill the GPU. By default the budget is
+    ``CHUNK_BUDGET``, or a twelfth of the free device memory when that is
+    less (:data:`BUFFER_SETS` buffer sets, the encoder's scratch and the
     statistics' partials share the device).
 
     Returns
@@ -537,9 +1005,14 @@ def default_chunk_size_cuda(n_features, n_atoms, itemsize, budget=None):
     """
     if budget is None:
         free = _free_device_memory()
-        budget = CHUNK_BUDGET if free is None else min(CHUNK_BUDGET, free // 8)
-    per_row = (n_features + 2 * n_atoms + 2) * itemsize + 16 + 4 * (4 + itemsize)
+        budget = CHUNK_BUDGET if free is None else min(CHUNK_BUDGET, free // 12)
+    per_row = (n_features + 2 * n_atoms + 2) * itemsize + 16 + n_atoms * (4 + itemsize)
     return int(min(1 << 21, max(1 << 12, budget // per_row)))
+
+
+def _index_dtype(n_rows, n_atoms):
+    """int32 while every possible entry count fits it, as on the CPU."""
+    return np.int32 if n_rows * n_atoms < 2**31 else np.int64
 
 
 class CudaBuffers:
@@ -551,38 +1024,36 @@ class CudaBuffers:
     capacity : int
         Most rows per chunk.
     n_slots : int
-        Encoder scratch columns: the most encoder threads one launch uses.
+        Thread encoder's scratch columns: the most threads one launch uses
+        (allocated on its first use; the warp encoder needs none).
     stream : numba.cuda stream
-        All work on these buffers is queued here, so two buffer sets overlap.
+        All work on these buffers is queued here, so buffer sets overlap.
     """
 
     def __init__(self, capacity, n_atoms, n_features, dtype, n_slots):
         self.capacity = capacity
         self.n_slots = n_slots
         self.dtype = dtype
+        self.n_atoms = n_atoms
         m, d = n_atoms, n_features
         s = self.stream = cuda.stream()
         self.h_Y = cuda.pinned_array((capacity, d), dtype=dtype)
         self.d_Y = cuda.device_array((capacity, d), dtype=dtype, stream=s)
-        self.d_Bt = cuda.device_array((m, capacity), dtype=dtype, stream=s)
-        self.d_yy = cuda.device_array(capacity, dtype=dtype, stream=s)
         self.d_X = cuda.device_array((capacity, m), dtype=dtype, stream=s)
         self.d_obj = cuda.device_array(capacity, dtype=dtype, stream=s)
         self.h_obj = cuda.pinned_array(capacity, dtype=dtype)
-        # per-thread scratch, one column per slot (see _encode_kernel)
-        self.scratch = tuple(cuda.device_array((m, n_slots), dtype=dtype, stream=s) for _ in range(5))
-        self.iscratch = (
-            cuda.device_array((m, n_slots), dtype=np.int32, stream=s),  # cand
-            cuda.device_array((2 * m, n_slots), dtype=np.int32, stream=s),  # zidx
-            cuda.device_array((m, n_slots), dtype=np.int32, stream=s),  # xs
-        )
-        self.d_counts = cuda.device_array(capacity, dtype=np.int64, stream=s)
-        self.h_counts = cuda.pinned_array(capacity, dtype=np.int64)
-        self.h_indptr = cuda.pinned_array(capacity + 1, dtype=np.int64)
-        self.d_indptr = cuda.device_array(capacity + 1, dtype=np.int64, stream=s)
+        self.d_counts = cuda.device_array(capacity, dtype=np.int32, stream=s)
+        # chunk-local CSR on the device, sized for the worst case (m per row)
+        idx = _index_dtype(capacity, m)
+        self.d_indptr = cuda.device_array(capacity + 1, dtype=idx, stream=s)
+        self.h_indptr = cuda.pinned_array(capacity + 1, dtype=idx)
+        self.d_tiles = cuda.device_array(-(-capacity // (32 * SCAN_ITEMS)) + 1, dtype=np.int64, stream=s)
+        self.d_indices = cuda.device_array(max(1, capacity * m), dtype=np.int32, stream=s)
+        self.d_data = cuda.device_array(max(1, capacity * m), dtype=dtype, stream=s)
+        self._thread = None  # Bt, yy and scratch of the thread encoder, on first use
         self._h_X = None  # dense codes on the host: only encode_dense needs them
         self._nnz_cap = 0
-        self._grow_csr(capacity * min(m, 4))
+        self._grow_host(capacity * min(m, 4))
 
     @property
     def h_X(self):
@@ -590,16 +1061,39 @@ class CudaBuffers:
             self._h_X = cuda.pinned_array(self.d_X.shape, dtype=self.dtype)
         return self._h_X
 
-    def _grow_csr(self, nnz):
-        """Make room for ``nnz`` CSR entries (device and pinned host), with slack."""
+    def thread_buffers(self):
+        """``(Bt, yy, scratch, iscratch)`` of the thread encoder."""
+        if self._thread is None:
+            m, cap, ns, s = self.n_atoms, self.capacity, self.n_slots, self.stream
+            self._thread = (
+                cuda.device_array((m, cap), dtype=self.dtype, stream=s),
+                cuda.device_array(cap, dtype=self.dtype, stream=s),
+                # per-thread scratch, one column per slot (see _encode_kernel)
+                tuple(cuda.device_array((m, ns), dtype=self.dtype, stream=s) for _ in range(5)),
+                (
+                    cuda.device_array((m, ns), dtype=np.int32, stream=s),  # cand
+                    cuda.device_array((2 * m, ns), dtype=np.int32, stream=s),  # zidx
+                    cuda.device_array((m, ns), dtype=np.int32, stream=s),  # xs
+                ),
+            )
+        return self._thread
+
+    def _grow_host(self, nnz):
+        """Make room for ``nnz`` CSR entries in the pinned host buffers, with slack."""
         if nnz <= self._nnz_cap:
             return
         cap = max(nnz, int(1.5 * self._nnz_cap))
-        self.d_indices = cuda.device_array(cap, dtype=np.int32, stream=self.stream)
-        self.d_data = cuda.device_array(cap, dtype=self.dtype, stream=self.stream)
         self.h_indices = cuda.pinned_array(cap, dtype=np.int32)
         self.h_data = cuda.pinned_array(cap, dtype=self.dtype)
         self._nnz_cap = cap
+
+
+def _resolve_kernel(kernel, n_atoms):
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    if kernel == "auto":
+        return "warp" if n_atoms >= WARP_MIN_ATOMS else "thread"
+    return kernel
 
 
 class CudaPreparedDictionary:
@@ -617,34 +1111,62 @@ class CudaPreparedDictionary:
     lam : float
     n_iter : int
     dtype : numpy dtype, float32 or float64
+    kernel : {"auto", "warp", "thread"}, default="auto"
+        Encoder: one point per warp or one point per thread. "auto" takes the
+        warp encoder from :data:`WARP_MIN_ATOMS` atoms on.
     threads_per_block : int, default=ENCODE_THREADS
-        Encoder block size.
+        Thread encoder's block size.
     scratch_budget : int, default=SCRATCH_BUDGET
-        Bytes of device memory for the encoder's per-thread scratch; bounds
-        the number of encoder threads (slots) per launch.
+        Bytes of device memory for the thread encoder's per-thread scratch;
+        bounds its threads (slots) per launch.
+    warps_per_block : int, default=WARPS_PER_BLOCK
+        Warp encoder's block size in warps.
+    max_warps : int or None
+        Warp encoder's warps per launch (each then encodes several points);
+        by default one per point, up to ``MAX_BLOCKS`` blocks.
 
     Raises
     ------
     RuntimeError
         Without a usable GPU (and the simulator off); see :func:`require_cuda`.
+    ValueError
+        For an unknown ``kernel``.
     """
 
     def __init__(
-        self, W, lam, n_iter, dtype, *, threads_per_block=ENCODE_THREADS, scratch_budget=SCRATCH_BUDGET
-    ):
+        self, W, lam, n_iter, dtype, *, kernel="auto", threads_per_block=ENCODE_THREADS,
+        scratch_budget=SCRATCH_BUDGET, warps_per_block=WARPS_PER_BLOCK, max_warps=None,
+    ):  # fmt: skip
         require_cuda()
         host = PreparedDictionary(W, lam, n_iter, dtype)
         self.dtype = host.dtype
         self.alpha_value = host.alpha_value
         self.W, self.G, self.ww = host.W, host.G, host.ww
         self.alpha, self.lam, self.beta, self.ks = host.alpha, host.lam, host.beta, host.ks
+        self.kernel = _resolve_kernel(kernel, self.n_atoms)
         self.threads_per_block = int(threads_per_block)
         self.scratch_budget = int(scratch_budget)
-        self.d_W = cuda.to_device(self.W)
-        self.d_G = cuda.to_device(self.G)
-        self.d_ww = cuda.to_device(self.ww)
+        self.warps_per_block = max(1, min(32, int(warps_per_block)))
+        self.max_warps = None if max_warps is None else max(1, int(max_warps))
         self.d_beta = cuda.to_device(self.beta)
         self.d_ks = cuda.to_device(self.ks)
+        if self.kernel == "warp":
+            # atoms padded to 32 R with zeros: every lane reads in bounds
+            m, d = self.W.shape
+            self.R = max(1, -(-m // 32))
+            mp = 32 * self.R
+            Wt = np.zeros((d, mp), dtype=self.dtype)
+            Wt[:, :m] = self.W.T
+            Gp = np.zeros((mp, mp), dtype=self.dtype)
+            Gp[:m, :m] = self.G
+            wwp = np.zeros(mp, dtype=self.dtype)
+            wwp[:m] = self.ww
+            self.d_Wt, self.d_Gp, self.d_wwp = cuda.to_device(Wt), cuda.to_device(Gp), cuda.to_device(wwp)
+            self.neg_inf = self.dtype.type(-np.inf)
+        else:
+            self.d_W = cuda.to_device(self.W)
+            self.d_G = cuda.to_device(self.G)
+            self.d_ww = cuda.to_device(self.ww)
 
     @property
     def n_atoms(self):
@@ -661,9 +1183,9 @@ class CudaPreparedDictionary:
         ----------
         chunk_size : int
         n_slots : int or None
-            Encoder threads per launch (scratch columns). By default one per
-            row, capped by ``scratch_budget``; a smaller value makes each
-            thread encode several points (grid-stride loop).
+            Thread encoder's threads per launch (scratch columns). By default
+            one per row, capped by ``scratch_budget``; a smaller value makes
+            each thread encode several points (grid-stride loop).
 
         Returns
         -------
@@ -686,55 +1208,64 @@ class CudaPreparedDictionary:
         if Y.shape[0] > buffers.capacity:
             raise ValueError(f"chunk of {Y.shape[0]} rows exceeds the buffers' {buffers.capacity}")
 
-    def _submit(self, Y, buf, count=True):
-        """Queue on ``buf.stream``: copy ``Y`` in, form Bt and yy, encode and
-        (with ``count``) count each row's nonzeros and copy the counts back.
-        Returns at once."""
-        n = Y.shape[0]
+    def _encode_on_device(self, buf, n):
+        """Queue the encoder on rows 0..n-1 of ``buf.d_Y``: ``buf.d_X``,
+        ``buf.d_obj`` and ``buf.d_counts``."""
         s = buf.stream
-        np.copyto(buf.h_Y[:n], Y)  # pinned staging: the copy below is asynchronous
-        buf.d_Y[:n].copy_to_device(buf.h_Y[:n], stream=s)
+        if self.kernel == "warp":
+            warps = n if self.max_warps is None else min(n, self.max_warps)
+            tpb = 32 * min(self.warps_per_block, warps)
+            blocks = max(1, min(MAX_BLOCKS, -(-warps * 32 // tpb)))
+            _warp_encode_kernel(self.R, self.dtype)[blocks, tpb, s](
+                buf.d_Y, self.d_Wt, self.d_Gp, self.d_wwp, self.alpha, self.lam, self.d_beta, self.d_ks,
+                self.neg_inf, n, self.n_atoms, buf.d_X, buf.d_obj, buf.d_counts,
+            )  # fmt: skip
+            return
+        d_Bt, d_yy, scratch, iscratch = buf.thread_buffers()
         m = self.n_atoms
-        _bt_kernel[_launch(n * m, s)](buf.d_Y, self.d_W, n, self.d_ks, buf.d_Bt)
-        _sqnorm_kernel[_launch(n, s)](buf.d_Y, n, self.d_ks, buf.d_yy)
+        _bt_kernel[_launch(n * m, s)](buf.d_Y, self.d_W, n, self.d_ks, d_Bt)
+        _sqnorm_kernel[_launch(n, s)](buf.d_Y, n, self.d_ks, d_yy)
         # at most one thread per point and per scratch slot (whole warps)
         busy = min(n, buf.n_slots)
         tpb = min(self.threads_per_block, max(32, -(-busy // 32) * 32))
         blocks = max(1, -(-busy // tpb))
         _encode_kernel[blocks, tpb, s](
-            buf.d_Bt, buf.d_yy, self.d_G, self.d_ww, self.alpha, self.lam, self.d_beta, self.d_ks,
-            n, buf.d_X, buf.d_obj, *buf.scratch, *buf.iscratch,
+            d_Bt, d_yy, self.d_G, self.d_ww, self.alpha, self.lam, self.d_beta, self.d_ks,
+            n, buf.d_X, buf.d_obj, buf.d_counts, *scratch, *iscratch,
         )  # fmt: skip
-        if count:
-            _count_kernel[_launch(n, s)](buf.d_X, n, buf.d_counts)
-            buf.d_counts[:n].copy_to_host(buf.h_counts[:n], stream=s)
 
-    def _collect(self, buf, n, stats=None, objective=False):
-        """Finish a submitted chunk of ``n`` rows: prefix sum on the host, fill
-        the CSR arrays on the device, optionally add the chunk to a
-        :class:`_StatsWorkspace`, copy back. Returns ``(indptr, indices, data)``
-        (and the objectives when asked), fresh host arrays."""
+    def _submit(self, Y, buf, csr=True, objective=False):
+        """Queue on ``buf.stream``: ``Y`` in, encoder, and (with ``csr``) the
+        prefix sum, the CSR fill and ``indptr`` back; the objectives back
+        when asked. Returns once the host copy into pinned memory is done."""
+        n = Y.shape[0]
         s = buf.stream
-        s.synchronize()  # the counts are on the host now
-        indptr = buf.h_indptr[: n + 1]
-        indptr[0] = 0
-        np.cumsum(buf.h_counts[:n], out=indptr[1:])
-        nnz = int(indptr[n])
-        buf._grow_csr(nnz)
-        buf.d_indptr[: n + 1].copy_to_device(indptr, stream=s)
-        _fill_kernel[_launch(n, s)](buf.d_X, n, buf.d_indptr, buf.d_indices, buf.d_data)
+        _copy_flat(buf.h_Y[:n].reshape(-1), Y.reshape(-1))  # pinned: the copy below is asynchronous
+        buf.d_Y[:n].copy_to_device(buf.h_Y[:n], stream=s)
+        self._encode_on_device(buf, n)
+        if csr:
+            _scan_on_device(buf.d_counts, n, buf.d_indptr, buf.d_tiles, s)
+            _fill_kernel[_launch(n, s)](buf.d_X, n, buf.d_indptr, buf.d_indices, buf.d_data)
+            buf.d_indptr[: n + 1].copy_to_host(buf.h_indptr[: n + 1], stream=s)
+        if objective:
+            buf.d_obj[:n].copy_to_host(buf.h_obj[:n], stream=s)
+
+    def _collect(self, buf, n, stats=None):
+        """Finish a submitted chunk of ``n`` rows: read its total, optionally
+        add it to a :class:`_StatsWorkspace`, copy ``indices`` and ``data``
+        back. Returns the number of entries; the chunk's CSR arrays are then
+        in ``buf.h_indptr``, ``buf.h_indices``, ``buf.h_data``."""
+        s = buf.stream
+        s.synchronize()  # indptr (and its total) is on the host now
+        nnz = int(buf.h_indptr[n])
         if stats is not None:
             stats.add(buf.d_indptr, buf.d_indices, buf.d_data, buf.d_Y, n, s)
+        buf._grow_host(nnz)
         if nnz:
             buf.d_indices[:nnz].copy_to_host(buf.h_indices[:nnz], stream=s)
             buf.d_data[:nnz].copy_to_host(buf.h_data[:nnz], stream=s)
-        if objective:
-            buf.d_obj[:n].copy_to_host(buf.h_obj[:n], stream=s)
         s.synchronize()
-        triple = (indptr.copy(), buf.h_indices[:nnz].copy(), buf.h_data[:nnz].copy())
-        if objective:
-            return triple, buf.h_obj[:n].copy()
-        return triple
+        return nnz
 
     def encode_dense(self, Y, buffers=None):
         """Dense codes (n x m) and per-point objectives of a chunk ``Y``.
@@ -755,7 +1286,7 @@ class CudaPreparedDictionary:
         self._check_chunk(Y, buffers)
         if n == 0:
             return buffers.h_X[:0], buffers.h_obj[:0]
-        self._submit(Y, buffers, count=False)
+        self._submit(np.ascontiguousarray(Y), buffers, csr=False)
         s = buffers.stream
         buffers.d_X[:n].copy_to_host(buffers.h_X[:n], stream=s)
         buffers.d_obj[:n].copy_to_host(buffers.h_obj[:n], stream=s)
@@ -765,26 +1296,27 @@ class CudaPreparedDictionary:
 
 def _buffer_sets(buffers, prepared, chunk_size, n):
     """The buffer sets a pass uses: the caller's (one CudaBuffers or a
-    sequence of them), or two fresh ones when there is more than one chunk."""
+    sequence of them), or fresh ones (up to BUFFER_SETS, one per chunk)."""
     rows = min(chunk_size, max(n, 1))
     if buffers is None:
-        return [prepared.allocate(rows) for _ in range(2 if n > chunk_size else 1)]
+        return [prepared.allocate(rows) for _ in range(max(1, min(BUFFER_SETS, -(-n // chunk_size))))]
     sets = [buffers] if isinstance(buffers, CudaBuffers) else list(buffers)
     for buf in sets:
-        if buf.capacity < rows or buf.dtype != prepared.dtype:
+        if buf.capacity < rows or buf.dtype != prepared.dtype or buf.n_atoms != prepared.n_atoms:
             raise ValueError(
-                f"buffers hold {buf.capacity} rows of {buf.dtype}; this pass needs {rows} of {prepared.dtype}"
+                f"buffers hold {buf.capacity} rows of {buf.n_atoms} atoms in {buf.dtype}; this pass "
+                f"needs {rows} of {prepared.n_atoms} in {prepared.dtype}"
             )
     return sets
 
 
 def _pipeline(Y, prepared, chunk_size, stats=None, objective=False, buffers=None):
-    """Yield ``(start, stop, result)`` per chunk, one chunk in flight per buffer set.
+    """Yield ``(start, stop, buf, nnz)`` per chunk, one chunk in flight per buffer set.
 
-    A chunk is queued on a buffer set's stream before the previous chunk is
-    collected, so with two sets one chunk's transfer and encoding run while
-    the other is filled and copied back. A set is reused only after the
-    chunk it holds has been collected.
+    A chunk is queued on a buffer set's stream before older chunks are
+    collected, so while the host takes one chunk's results the GPU encodes
+    the others. The chunk's CSR arrays (and objectives) are in ``buf``'s
+    pinned buffers until the caller asks for the next chunk.
     """
     n = Y.shape[0]
     sets = _buffer_sets(buffers, prepared, chunk_size, n)
@@ -793,12 +1325,12 @@ def _pipeline(Y, prepared, chunk_size, stats=None, objective=False, buffers=None
         buf = sets[c % len(sets)]
         if len(pending) == len(sets):  # buf still holds the oldest chunk
             pbuf, pstart, pstop = pending.popleft()
-            yield pstart, pstop, prepared._collect(pbuf, pstop - pstart, stats, objective)
-        prepared._submit(Y[start:stop], buf)
+            yield pstart, pstop, pbuf, prepared._collect(pbuf, pstop - pstart, stats)
+        prepared._submit(Y[start:stop], buf, objective=objective)
         pending.append((buf, start, stop))
     while pending:
         pbuf, pstart, pstop = pending.popleft()
-        yield pstart, pstop, prepared._collect(pbuf, pstop - pstart, stats, objective)
+        yield pstart, pstop, pbuf, prepared._collect(pbuf, pstop - pstart, stats)
 
 
 def _check_data(Y, prepared):
@@ -810,11 +1342,28 @@ def _check_data(Y, prepared):
     return np.ascontiguousarray(Y)
 
 
+def _nnz_capacity(need, rows_done, n_rows, max_nnz, cap):
+    """Entries to allocate for the final arrays once ``rows_done`` rows hold
+    ``need``: the rate so far over all rows, 10% more, at least 1.5 times the
+    old capacity (few regrowths), never more than ``max_nnz`` (n m)."""
+    est = int(need / max(rows_done, 1) * n_rows * 1.1) + 1024
+    return min(max_nnz, max(need, est, int(1.5 * cap)))
+
+
+def _grown(a, cap, dtype, keep):
+    """``a`` with room for ``cap`` entries, its first ``keep`` kept."""
+    out = np.empty(cap, dtype=dtype)
+    if a is not None and keep:
+        out[:keep] = a[:keep]
+    return out
+
+
 def encode_csr_cuda(Y, prepared, chunk_size, *, return_objective=False, buffers=None):
     """Encode ``Y`` on the GPU chunk by chunk into one CSR array.
 
-    Twin of :func:`fastkds.sparse_encode`'s CPU pass: the dense codes never leave
-    the device; each chunk's CSR arrays are assembled there and copied back.
+    Twin of :func:`fastkds.sparse_encode`'s CPU pass: the dense codes never
+    leave the device; each chunk's CSR arrays are assembled there (prefix sum
+    and fill), copied back and written straight into the final arrays.
 
     Parameters
     ----------
@@ -826,29 +1375,45 @@ def encode_csr_cuda(Y, prepared, chunk_size, *, return_objective=False, buffers=
     return_objective : bool, default=False
         Also return the per-point objectives.
     buffers : CudaBuffers, sequence of CudaBuffers, or None
-        Reused buffer sets (see :func:`run_epoch_cuda`); by default two are
-        allocated when there is more than one chunk.
+        Reused buffer sets (see :func:`run_epoch_cuda`); by default
+        :data:`BUFFER_SETS` are allocated (fewer for fewer chunks).
 
     Returns
     -------
     codes : scipy.sparse.csr_array of shape (n, m)
-        Column indices ascending, no explicit zeros.
+        Column indices ascending, no explicit zeros; int32 indices when the
+        entries fit, as on the CPU.
     obj : ndarray of shape (n,)
         Only when ``return_objective``.
     """
     require_cuda()
     Y = _check_data(Y, prepared)
     chunk_size = max(1, int(chunk_size))
-    parts = []
-    objectives = []
-    for _, _, res in _pipeline(Y, prepared, chunk_size, None, return_objective, buffers):
-        if return_objective:
-            res, obj = res
-            objectives.append(obj)
-        parts.append(res)
-    codes = concatenate_csr(parts, prepared.n_atoms, prepared.dtype)
+    n, m = Y.shape[0], prepared.n_atoms
+    idx = _index_dtype(n, m)
+    indptr = np.empty(n + 1, dtype=idx)
+    indptr[0] = 0
+    indices = data = None
+    cap = pos = 0
+    obj = np.empty(n, dtype=prepared.dtype) if return_objective else None
+    for start, stop, buf, nnz in _pipeline(Y, prepared, chunk_size, None, return_objective, buffers):
+        need = pos + nnz
+        if indices is None or need > cap:
+            cap = _nnz_capacity(need, stop, n, n * m, cap)
+            indices = _grown(indices, cap, idx, pos)
+            data = _grown(data, cap, prepared.dtype, pos)
+        _place_chunk(buf.h_indptr, buf.h_indices, buf.h_data, stop - start, nnz, start, pos, indptr, indices, data)
+        if obj is not None:
+            obj[start:stop] = buf.h_obj[: stop - start]
+        pos = need
+    if indices is None:
+        indices = np.empty(0, dtype=idx)
+        data = np.empty(0, dtype=prepared.dtype)
+    indices, data = indices[:pos], data[:pos]
+    if idx == np.int64 and pos < 2**31:  # as concatenate_csr: int32 when the entries fit
+        indptr, indices = indptr.astype(np.int32), indices.astype(np.int32)
+    codes = sp.csr_array((data, indices, indptr), shape=(n, m))
     if return_objective:
-        obj = np.concatenate(objectives) if objectives else np.empty(0, prepared.dtype)
         return codes, obj
     return codes
 
@@ -923,10 +1488,12 @@ def run_epoch_cuda(Y, prepared, chunk_size, stats=None, buffers=None, codes_out=
     stats : SufficientStatistics or None
     buffers : CudaBuffers, sequence of CudaBuffers, or None
         From :meth:`CudaPreparedDictionary.allocate` (of any dictionary of
-        the same shape and dtype), reused across epochs. Two sets let
-        transfers overlap compute; by default two are allocated per call.
+        the same shape and dtype), reused across epochs. Several sets let
+        transfers overlap compute; by default :data:`BUFFER_SETS` are
+        allocated per call.
     codes_out : list or None
-        Receives each chunk's CSR triple ``(indptr, indices, data)``.
+        Receives each chunk's CSR triple ``(indptr, indices, data)``
+        (``indptr`` int64 from 0, ``indices`` int32, as on the CPU).
 
     Returns
     -------
@@ -937,16 +1504,19 @@ def run_epoch_cuda(Y, prepared, chunk_size, stats=None, buffers=None, codes_out=
     chunk_size = max(1, int(chunk_size))
     ws = None
     if stats is not None:
-        # the workspace serves both buffer sets' streams; _collect synchronizes
+        # the workspace serves every buffer set's stream; _collect synchronizes
         # each chunk before the next is collected, so its kernels never overlap
         rows = min(chunk_size, max(Y.shape[0], 1))
         ws = _StatsWorkspace(prepared.n_atoms, prepared.n_features, rows, cuda.stream())
         ws.stream.synchronize()
-    for start, stop, (triple, obj) in _pipeline(Y, prepared, chunk_size, ws, True, buffers):
+    for start, stop, buf, nnz in _pipeline(Y, prepared, chunk_size, ws, stats is not None, buffers):
+        k = stop - start
         if stats is not None:
-            _add_chunk_totals(stats, Y[start:stop], obj)
+            _add_chunk_totals(stats, Y[start:stop], buf.h_obj[:k])
         if codes_out is not None:
-            codes_out.append(triple)
+            codes_out.append(
+                (buf.h_indptr[: k + 1].astype(np.int64), buf.h_indices[:nnz].copy(), buf.h_data[:nnz].copy())
+            )
     if stats is not None:
         XtX, s, XtY = ws.result(ws.stream)
         stats.XtX += XtX

@@ -5,8 +5,9 @@ They run on a real GPU, or on the CPU under numba's CUDA simulator::
     NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/test_gpu.py -q
 
 and skip otherwise. The simulator runs each CUDA thread as a Python thread,
-so the problems are tiny (n <= 64 points, m <= 8 atoms, T <= 10); the same
-tests run unchanged on a GPU.
+so the problems are tiny (n <= 64 points, m <= 8 atoms, T <= 10; the warp
+encoder runs 32 Python threads per point, so its problems are smaller still);
+the same tests run unchanged on a GPU.
 """
 
 import os
@@ -25,11 +26,14 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
 
 import fastkds  # noqa: E402
 from fastkds import _naive, gpu  # noqa: E402
-from fastkds.encoding import PreparedDictionary, csr_from_dense  # noqa: E402
+from fastkds.encoding import PreparedDictionary, concatenate_csr, csr_from_dense  # noqa: E402
 from fastkds.solvers import SufficientStatistics, run_epoch  # noqa: E402
 
 DTYPES = [np.float64, np.float32]
 TOL = {np.float64: 1e-10, np.float32: 1e-4}
+KERNELS = ["thread", "warp"]
+#: Points per encoder test: the simulator runs a warp as 32 Python threads.
+N_POINTS = {"thread": 48, "warp": 10}
 
 
 def make_problem(seed, n, d, m, dtype=np.float64):
@@ -60,17 +64,22 @@ def assert_same_structure(A, B):
 # --------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("d,m,lam,T", [(2, 6, 1.0, 10), (3, 8, 0.1, 7), (2, 5, 0.0, 10)])
-def test_encode_dense_matches_cpu_and_oracle(d, m, lam, T, dtype):
-    Y, W = make_problem(100 * d + 10 * m + T, 48, d, m, dtype)
-    prepared = gpu.CudaPreparedDictionary(W, lam, T, dtype)
+@pytest.mark.parametrize(
+    "d,m,lam,T", [(2, 6, 1.0, 10), (3, 8, 0.1, 7), (2, 5, 0.0, 10), (3, 40, 0.5, 6), (2, 70, 2.0, 5)]
+)
+def test_encode_dense_matches_cpu_and_oracle(d, m, lam, T, dtype, kernel):
+    """Both encoders; m = 40 and 70 give the warp encoder 2 and 3 atoms per lane."""
+    n = N_POINTS[kernel] if m <= 8 else 6
+    Y, W = make_problem(100 * d + 10 * m + T, n, d, m, dtype)
+    prepared = gpu.CudaPreparedDictionary(W, lam, T, dtype, kernel=kernel)
     cpu = PreparedDictionary(W, lam, T, dtype)
     assert prepared.alpha_value == cpu.alpha_value
-    assert prepared.n_atoms == m and prepared.dtype == np.dtype(dtype)
+    assert prepared.n_atoms == m and prepared.dtype == np.dtype(dtype) and prepared.kernel == kernel
     X, obj = prepared.encode_dense(Y)
     assert X.dtype == np.dtype(dtype) and obj.dtype == np.dtype(dtype)
-    assert X.shape == (48, m) and obj.shape == (48,)
+    assert X.shape == (n, m) and obj.shape == (n,)
     ref_cpu = fastkds.sparse_encode(Y, W, lam=lam, n_iter=T).toarray()
     ref_naive = _naive.encode(Y, W.astype(dtype), lam, T)
     np.testing.assert_allclose(X, ref_cpu, rtol=0, atol=TOL[dtype])
@@ -86,36 +95,54 @@ def test_codes_do_not_depend_on_launch_configuration(dtype):
     """Fewer threads than points (grid-stride loop, threads beyond the
     scratch slots) give the very same codes: each point has one thread."""
     Y, W = make_problem(7, 40, 2, 6, dtype)
-    ref = gpu.CudaPreparedDictionary(W, 2.0, 9, dtype)
+    ref = gpu.CudaPreparedDictionary(W, 2.0, 9, dtype, kernel="thread")
     X0, obj0 = (a.copy() for a in ref.encode_dense(Y))
     for tpb, slots in [(32, 5), (64, 17), (32, 40)]:
-        prepared = gpu.CudaPreparedDictionary(W, 2.0, 9, dtype, threads_per_block=tpb)
+        prepared = gpu.CudaPreparedDictionary(W, 2.0, 9, dtype, kernel="thread", threads_per_block=tpb)
         X, obj = prepared.encode_dense(Y, prepared.allocate(40, n_slots=slots))
         np.testing.assert_array_equal(X, X0)
         np.testing.assert_array_equal(obj, obj0)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_warp_codes_do_not_depend_on_launch_configuration(dtype):
+    """Fewer warps than points (each warp then encodes several), and several
+    warps per block: the very same codes, and within tolerance of the thread
+    encoder's."""
+    Y, W = make_problem(8, 7, 2, 6, dtype)
+    ref = gpu.CudaPreparedDictionary(W, 2.0, 6, dtype, kernel="warp")
+    X0, obj0 = (a.copy() for a in ref.encode_dense(Y))
+    for wpb, max_warps in [(1, 2), (3, 5), (2, None)]:
+        prepared = gpu.CudaPreparedDictionary(W, 2.0, 6, dtype, kernel="warp", warps_per_block=wpb, max_warps=max_warps)
+        X, obj = prepared.encode_dense(Y)
+        np.testing.assert_array_equal(X, X0)
+        np.testing.assert_array_equal(obj, obj0)
+    Xt, _ = gpu.CudaPreparedDictionary(W, 2.0, 6, dtype, kernel="thread").encode_dense(Y)
+    np.testing.assert_allclose(X0, Xt, rtol=0, atol=TOL[dtype])
+
+
 def test_buffers_are_reused_across_chunks():
     Y, W = make_problem(3, 30, 2, 5)
-    prepared = gpu.CudaPreparedDictionary(W, 1.0, 8, np.float64)
+    prepared = gpu.CudaPreparedDictionary(W, 1.0, 8, np.float64, kernel="thread")
     buffers = prepared.allocate(16)
     parts = [prepared.encode_dense(Y[a:b], buffers)[0].copy() for a, b in [(0, 16), (16, 30)]]
     ref = fastkds.sparse_encode(Y, W, lam=1.0, n_iter=8).toarray()
     np.testing.assert_allclose(np.vstack(parts), ref, rtol=0, atol=TOL[np.float64])
 
 
-def test_far_points_and_single_atom():
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_far_points_and_single_atom(kernel):
     """Huge locality weights (projection relative to max(v)) and m = 1."""
-    Y, W = make_problem(11, 12, 2, 5)
+    Y, W = make_problem(11, 12 if kernel == "thread" else 6, 2, 5)
     Y[:4] *= 1e6
-    prepared = gpu.CudaPreparedDictionary(W, 5.0, 10, np.float64)
+    prepared = gpu.CudaPreparedDictionary(W, 5.0, 10, np.float64, kernel=kernel)
     X, _ = prepared.encode_dense(Y)
     ref = fastkds.sparse_encode(Y, W, lam=5.0, n_iter=10).toarray()
     np.testing.assert_allclose(X, ref, rtol=0, atol=TOL[np.float64])
     assert np.all(np.isfinite(X))
-    one = gpu.CudaPreparedDictionary(W[:1], 1.0, 5, np.float32)
-    X1, _ = one.encode_dense(Y[:8].astype(np.float32))
-    np.testing.assert_array_equal(X1, np.ones((8, 1), dtype=np.float32))
+    one = gpu.CudaPreparedDictionary(W[:1], 1.0, 5, np.float32, kernel=kernel)
+    X1, _ = one.encode_dense(Y[:3].astype(np.float32))
+    np.testing.assert_array_equal(X1, np.ones((3, 1), dtype=np.float32))
 
 
 def test_wrong_input_is_refused():
@@ -127,6 +154,8 @@ def test_wrong_input_is_refused():
         prepared.encode_dense(Y, prepared.allocate(4))
     with pytest.raises(ValueError, match="columns"):
         gpu.encode_csr_cuda(np.zeros((4, 3)), prepared, 4)
+    with pytest.raises(ValueError, match="kernel must be one of"):
+        gpu.CudaPreparedDictionary(W, 1.0, 5, np.float64, kernel="block")
 
 
 # --------------------------------------------------------------------------
@@ -134,18 +163,23 @@ def test_wrong_input_is_refused():
 # --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("chunk_size", [16, 64])
-def test_encode_csr_matches_cpu(chunk_size, dtype):
-    n, m = 50, 7
+@pytest.mark.parametrize(
+    "dtype,chunk_size,kernel",
+    [(np.float64, 16, "thread"), (np.float32, 16, "thread"), (np.float64, 64, "thread"), (np.float32, 4, "warp")],
+)
+def test_encode_csr_matches_cpu(chunk_size, dtype, kernel):
+    """CSR assembled on the device (prefix sum, fill) and written chunk by
+    chunk into the final arrays equals the CPU's."""
+    n, m = (50, 7) if kernel == "thread" else (10, 7)
     Y, W = make_problem(5, n, 3, m, dtype)
-    prepared = gpu.CudaPreparedDictionary(W, 0.5, 10, dtype)
+    prepared = gpu.CudaPreparedDictionary(W, 0.5, 10, dtype, kernel=kernel)
     C, obj = gpu.encode_csr_cuda(Y, prepared, chunk_size, return_objective=True)
     ref = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=10)
     assert C.shape == (n, m) and C.dtype == np.dtype(dtype)
     assert C.has_canonical_format
     assert np.all(C.data > 0)
     assert_same_structure(C, ref)
+    assert C.indptr.dtype == C.indices.dtype == ref.indices.dtype == np.int32
     np.testing.assert_allclose(C.data, ref.data, rtol=0, atol=TOL[dtype])
     # the device assembly of the device's own dense codes equals the CPU's
     X, obj_dense = prepared.encode_dense(Y)
@@ -154,6 +188,47 @@ def test_encode_csr_matches_cpu(chunk_size, dtype):
     np.testing.assert_array_equal(C.indices, ix)
     np.testing.assert_array_equal(C.data, dt)
     np.testing.assert_array_equal(obj, obj_dense)
+
+
+def test_encode_csr_regrows_the_final_arrays(monkeypatch):
+    """The final arrays sized for exactly the entries so far: every chunk
+    regrows them, and the result is still the device's dense codes in CSR."""
+    monkeypatch.setattr(gpu, "_nnz_capacity", lambda need, *args: need)
+    Y, W = make_problem(23, 41, 2, 6)
+    prepared = gpu.CudaPreparedDictionary(W, 0.3, 8, np.float64, kernel="thread")
+    C, obj = gpu.encode_csr_cuda(Y, prepared, 6, return_objective=True)
+    X, obj_dense = prepared.encode_dense(Y)
+    ip, ix, dt = csr_from_dense(X)
+    assert C.indices.shape == (ip[-1],)
+    np.testing.assert_array_equal(C.indptr, ip)
+    np.testing.assert_array_equal(C.indices, ix)
+    np.testing.assert_array_equal(C.data, dt)
+    np.testing.assert_array_equal(obj, obj_dense)
+    assert_same_structure(C, fastkds.sparse_encode(Y, W, lam=0.3, n_iter=8))
+
+
+@pytest.mark.parametrize(
+    "n,threads,items", [(1, None, None), (31, None, None), (300, 32, 2), (300, 4, 1), (1000, 48, 3), (5000, None, None)]
+)
+def test_device_prefix_sum_matches_cumsum(n, threads, items, monkeypatch):
+    """Tiles of threads * items rows; with few blocks per launch and small
+    blocks, several tiles per block (block-stride loop) and several rounds
+    of the tile-offset scan."""
+    monkeypatch.setattr(gpu, "SCAN_THREADS", 32)
+    monkeypatch.setattr(gpu, "MAX_BLOCKS", 8)
+    counts = np.random.default_rng(n).integers(0, 40, size=n).astype(np.int32)
+    got = gpu.indptr_cuda(counts, threads=threads, items=items)
+    want = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, want)
+
+
+def test_device_prefix_sum_int64_and_empty():
+    big = np.full(7, 2**31 - 1, dtype=np.int64)  # the sum exceeds int32
+    np.testing.assert_array_equal(gpu.indptr_cuda(big), np.concatenate([[0], np.cumsum(big)]))
+    np.testing.assert_array_equal(gpu.indptr_cuda(np.zeros(0, dtype=np.int32)), [0])
+    with pytest.raises(ValueError, match="integer"):
+        gpu.indptr_cuda(np.ones(3))
 
 
 def test_encode_csr_single_row_and_empty():
@@ -222,9 +297,16 @@ def test_statistics_unused_trailing_atom_and_offset_indptr():
 
 
 @pytest.mark.parametrize(
-    "dtype,buffer_sets", [(np.float64, None), (np.float32, None), (np.float64, 1), (np.float64, 3)]
+    "dtype,buffer_sets,kernel",
+    [
+        (np.float64, None, "thread"),
+        (np.float32, None, "thread"),
+        (np.float64, 1, "thread"),
+        (np.float64, 3, "thread"),
+        (np.float32, 2, "warp"),
+    ],
 )
-def test_run_epoch_cuda_matches_cpu(dtype, buffer_sets):
+def test_run_epoch_cuda_matches_cpu(dtype, buffer_sets, kernel):
     n, d, m = 45, 2, 5
     Y, W = make_problem(13, n, d, m, dtype)
     cpu_stats = SufficientStatistics(m, d, n_candidates=m, random_state=np.random.RandomState(0))
@@ -232,7 +314,7 @@ def test_run_epoch_cuda_matches_cpu(dtype, buffer_sets):
     run_epoch(Y, PreparedDictionary(W, 1.5, 8, dtype), 16, cpu_stats, codes_out=cpu_codes)
     gpu_stats = SufficientStatistics(m, d, n_candidates=m, random_state=np.random.RandomState(0))
     gpu_codes = []
-    prepared = gpu.CudaPreparedDictionary(W, 1.5, 8, dtype)
+    prepared = gpu.CudaPreparedDictionary(W, 1.5, 8, dtype, kernel=kernel)
     buffers = None
     if buffer_sets == 1:  # as fit_alternating allocates: one set, reused
         buffers = prepared.allocate(16)
@@ -257,20 +339,20 @@ def test_buffers_carry_over_epochs_and_are_checked():
     """Buffers from one dictionary serve the next (same shape and dtype)."""
     n, d, m = 24, 2, 4
     Y, W = make_problem(19, n, d, m)
-    first = gpu.CudaPreparedDictionary(W, 1.0, 6, np.float64)
+    first = gpu.CudaPreparedDictionary(W, 1.0, 6, np.float64, kernel="thread")
     buffers = first.allocate(12)
-    second = gpu.CudaPreparedDictionary(W[::-1] * 1.1, 1.0, 6, np.float64)
+    second = gpu.CudaPreparedDictionary(W[::-1] * 1.1, 1.0, 6, np.float64, kernel="thread")
     for prepared, W_used in ((first, W), (second, W[::-1] * 1.1)):
         codes = []
         stats = gpu.run_epoch_cuda(Y, prepared, 12, SufficientStatistics(m, d), buffers, codes_out=codes)
         ref = fastkds.sparse_encode(Y, W_used, lam=1.0, n_iter=6)
-        assert_same_structure(gpu.concatenate_csr(codes, m, np.float64), ref)
+        assert_same_structure(concatenate_csr(codes, m, np.float64), ref)
         for got, want in zip((stats.XtX, stats.s, stats.XtY), _naive.statistics(ref.toarray(), Y)):
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
     with pytest.raises(ValueError, match="buffers hold 12 rows"):
         gpu.run_epoch_cuda(Y, first, 24, None, buffers)
     with pytest.raises(ValueError, match="float32"):
-        prepared32 = gpu.CudaPreparedDictionary(W, 1.0, 6, np.float32)
+        prepared32 = gpu.CudaPreparedDictionary(W, 1.0, 6, np.float32, kernel="thread")
         gpu.encode_csr_cuda(Y.astype(np.float32), prepared32, 12, buffers=buffers)
 
 
@@ -286,7 +368,7 @@ def test_prepared_dictionary_is_a_drop_in_for_run_epoch():
     n, d, m = 30, 2, 4
     Y, W = make_problem(17, n, d, m)
     a = run_epoch(Y, PreparedDictionary(W, 1.0, 6, np.float64), 12, SufficientStatistics(m, d))
-    b = run_epoch(Y, gpu.CudaPreparedDictionary(W, 1.0, 6, np.float64), 12, SufficientStatistics(m, d))
+    b = run_epoch(Y, gpu.CudaPreparedDictionary(W, 1.0, 6, np.float64, kernel="thread"), 12, SufficientStatistics(m, d))
     np.testing.assert_allclose(b.XtX, a.XtX, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(b.XtY, a.XtY, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(b.objective_sum, a.objective_sum, rtol=1e-10)
@@ -315,7 +397,11 @@ def test_require_cuda_names_the_cause(monkeypatch):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-def test_kds_fit_on_cuda_matches_cpu():
+def test_kds_fit_on_cuda_matches_cpu(monkeypatch):
+    # the thread encoder, to keep the simulator quick (the warp encoder's
+    # epoch is tested above; on a GPU both are quick)
+    if gpu.in_simulator():
+        monkeypatch.setattr(gpu, "WARP_MIN_ATOMS", 10**9)
     Y, _ = fastkds.make_moons(48, random_state=0)
     kw = dict(lam=5.0, n_iter=6, max_epochs=2, random_state=0)
     cpu = fastkds.KDS(4, device="cpu", **kw).fit(Y)
