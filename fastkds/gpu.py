@@ -384,12 +384,11 @@ def _make_warp_encode_kernel(R, nbtype):
                     kn = 0
                     for r in range(R):
                         kn += _warp_count(nb, r)
-                    s = _warp_sum(s)
                     passes += 1
                     if kn == kc or passes > m:  # capped as on the CPU
                         going = False
-                    else:
-                        tau = (s - one) / ks[kn]
+                    else:  # (the sum only when it is used: kn, kc are warp-uniform)
+                        tau = (_warp_sum(s) - one) / ks[kn]
                     kc = kn
                     cb = nb
                 # x_new = max(v - tau, 0); z = x_new + beta (x_new - x_old)
