@@ -1,30 +1,51 @@
-"""Fit and cluster: KDSClustering end to end on noisy moons (paper settings),
-beside scikit-learn's KMeans in the same run."""
+"""Clustering noisy moons: KDSClustering over n, beside scikit-learn's KMeans
+and SpectralClustering (nearest-neighbours graph) in the same run."""
 
 import warnings
 
 import pytest
-from sklearn.cluster import KMeans
+from sklearn.cluster import KMeans, SpectralClustering
 
+from conftest import SPECTRAL_MAX_N, moons_atoms, moons_data, record, skip_above
 from fastkds import KDSClustering, clustering_accuracy
 
 
-@pytest.mark.benchmark(group="cluster-moons")
-def test_kdsclustering_fit(benchmark, moons, moons_dictionary):
-    Y, labels = moons
-
-    def fit():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return KDSClustering(2, n_atoms=24, lam=5.0, n_iter=15, random_state=0).fit(Y)
-
-    model = benchmark.pedantic(fit, rounds=1, iterations=1)
-    benchmark.extra_info["accuracy"] = clustering_accuracy(labels, model.labels_)
-    assert clustering_accuracy(labels, model.labels_) > 0.95
+def _quiet(fn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn()
 
 
-@pytest.mark.benchmark(group="cluster-moons")
-def test_sklearn_kmeans_baseline(benchmark, moons):
-    Y, labels = moons
+@pytest.mark.benchmark(group="cluster")
+def test_kdsclustering(benchmark, n):
+    Y, labels = moons_data(n)
+    moons_atoms(24)  # compile
+    model = benchmark.pedantic(
+        lambda: _quiet(lambda: KDSClustering(2, n_atoms=24, lam=5.0, n_iter=15, random_state=0).fit(Y)),
+        rounds=1,
+        iterations=1,
+    )
+    accuracy = clustering_accuracy(labels, model.labels_)
+    record(benchmark, n, accuracy=accuracy, **{f"seconds_{k}": v for k, v in model.timings_.items()})
+    assert accuracy > 0.95
+
+
+@pytest.mark.benchmark(group="cluster")
+def test_sklearn_kmeans(benchmark, n):
+    Y, labels = moons_data(n)
     model = benchmark.pedantic(lambda: KMeans(2, n_init=10, random_state=0).fit(Y), rounds=1, iterations=1)
-    benchmark.extra_info["accuracy"] = clustering_accuracy(labels, model.labels_)
+    record(benchmark, n, accuracy=clustering_accuracy(labels, model.labels_))
+
+
+@pytest.mark.benchmark(group="cluster")
+def test_sklearn_spectral_nearest_neighbors(benchmark, n):
+    skip_above(n, SPECTRAL_MAX_N, "SpectralClustering")
+    Y, labels = moons_data(n)
+    model = benchmark.pedantic(
+        lambda: _quiet(
+            lambda: SpectralClustering(2, affinity="nearest_neighbors", n_neighbors=10, random_state=0).fit(Y)
+        ),
+        rounds=1,
+        iterations=1,
+    )
+    record(benchmark, n, accuracy=clustering_accuracy(labels, model.labels_))

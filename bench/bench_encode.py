@@ -1,30 +1,55 @@
-"""Encoder throughput on noisy moons (d=2, m=24, T=15, lam=5), against the
-NumPy oracle in the same run. Run: ``pytest bench --benchmark-only``."""
+"""Encoder throughput: noisy moons (d=2, m=24, T=15, lam=5) over n, and the
+shape sweep over m, d and T; the NumPy oracle in the same run."""
 
 import numpy as np
 import pytest
 
+from conftest import ORACLE_MAX_N, bench_n, moons_atoms, moons_data, record, skip_above
 from fastkds import _naive, sparse_encode
 
 
-def _record_throughput(benchmark, n):
-    # stats is None under --benchmark-disable (the CI smoke run)
-    if benchmark.stats is not None:
-        benchmark.extra_info["points_per_s"] = n / benchmark.stats.stats.mean
-
-
-@pytest.mark.benchmark(group="encode-moons")
+@pytest.mark.benchmark(group="encode")
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_encode_fastkds(benchmark, moons, moons_dictionary, dtype):
-    Y = moons[0].astype(dtype)
-    codes = benchmark(sparse_encode, Y, moons_dictionary, lam=5.0, n_iter=15)
-    _record_throughput(benchmark, Y.shape[0])
-    assert codes.shape == (Y.shape[0], 24)
+def test_encode_fastkds(benchmark, n, dtype):
+    Y = moons_data(n)[0].astype(dtype)
+    W = moons_atoms(24)
+    codes = benchmark.pedantic(sparse_encode, args=(Y, W), kwargs=dict(lam=5.0, n_iter=15), rounds=3, iterations=1)
+    record(benchmark, n, dtype=np.dtype(dtype).name)
+    assert codes.shape == (n, 24)
+    np.testing.assert_allclose(codes.sum(axis=1), 1.0, rtol=1e-4)
 
 
-@pytest.mark.benchmark(group="encode-moons")
-def test_encode_numpy_oracle(benchmark, moons, moons_dictionary):
-    Y = moons[0]
-    X = benchmark.pedantic(_naive.encode, args=(Y, moons_dictionary, 5.0, 15), rounds=1, iterations=1)
-    _record_throughput(benchmark, Y.shape[0])
-    assert X.shape == (Y.shape[0], 24)
+@pytest.mark.benchmark(group="encode")
+def test_encode_numpy_oracle(benchmark, n):
+    skip_above(n, ORACLE_MAX_N, "the NumPy oracle")
+    Y = moons_data(n)[0]
+    X = benchmark.pedantic(_naive.encode, args=(Y, moons_atoms(24), 5.0, 15), rounds=1, iterations=1)
+    record(benchmark, n)
+    assert X.shape == (n, 24)
+
+
+# m, d, T: the moons case, more atoms, more features, the MNIST-like case
+SHAPES = [(24, 2, 15), (100, 2, 15), (24, 64, 15), (24, 2, 100), (500, 784, 100)]
+
+
+def _shape_problem(m, d, T):
+    n = min(bench_n(), 20_000 if m * d < 10_000 else 2_000)
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(n, d))
+    W = Y[rng.choice(n, min(m, n), replace=False)]
+    return Y, W
+
+
+@pytest.mark.benchmark(group="encode-shape")
+@pytest.mark.parametrize("m, d, T", SHAPES, ids=[f"m={m}-d={d}-T={T}" for m, d, T in SHAPES])
+@pytest.mark.parametrize("impl", ["fastkds", "oracle"])
+def test_encode_shape(benchmark, m, d, T, impl):
+    Y, W = _shape_problem(m, d, T)
+    if impl == "fastkds":
+        sparse_encode(Y[:32], W, lam=0.5, n_iter=T)  # compile
+        fn = lambda: sparse_encode(Y, W, lam=0.5, n_iter=T)  # noqa: E731
+    else:
+        fn = lambda: _naive.encode(Y, W, 0.5, T)  # noqa: E731
+    X = benchmark.pedantic(fn, rounds=1, iterations=1)
+    record(benchmark, Y.shape[0], m=m, d=d, T=T)
+    assert X.shape == (Y.shape[0], W.shape[0])

@@ -103,6 +103,9 @@ class PreparedDictionary:
             )
         self.W = W64.astype(self.dtype)
         self.G = G
+        # the CPU encoder's loops run over the atoms padded for vectorisation
+        self.G_padded = np.zeros((G.shape[0], _kernels.padded_atoms(G.shape[0])), dtype=self.dtype)
+        self.G_padded[:, : G.shape[1]] = G
         self.ww = np.ascontiguousarray(np.diag(G64)).astype(self.dtype)
         self.lam = self.dtype.type(lam)
         self.beta = momentum(n_iter, self.dtype)
@@ -145,7 +148,7 @@ class PreparedDictionary:
                     f"(first encoder step ~{bound:.3g}): rescale the data"
                     + (" or use float64" if self.dtype == np.float32 else "")
                 )
-        _kernels.encode_dense(B, yy, self.G, self.ww, self.alpha, self.lam, self.beta, self.ks, X, obj)
+        _kernels.encode_dense(B, yy, self.G_padded, self.ww, self.alpha, self.lam, self.beta, self.ks, X, obj)
         return X, obj
 
     def allocate(self, chunk_size):

@@ -14,12 +14,15 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._backends import get_backend
+from . import _dask
 from ._config import effective_n_jobs, numba_threads
 from ._validation import FLOAT_DTYPES, check_nonneg_float, check_positive_int
+from .diskcodes import DiskCodesWriter
 from .encoding import PreparedDictionary, concatenate_csr
 from .online import RunningStatistics, online_step
 from .solvers import SufficientStatistics, fit_alternating
 from .unrolled import UnrolledTrainer, fit_unrolled, theta_from_step
+from .sources import ChunkSource, as_source, is_chunked_input
 from .spectral import BipartiteSpectrum, normalize_rows
 
 _KDS_PARAMS_DOC = """
@@ -87,6 +90,42 @@ _KDS_PARAMS_DOC = """
         cannot grow into the range where the encoder's codes collapse to
         single atoms. Otherwise the step is ``1 / sigma_max(W)^2``.
 """
+
+
+def _check_input(estimator, X, *, reset, passes=1):
+    """``X`` validated: an in-memory array, or a :class:`ChunkSource` for data
+    read chunk by chunk (``.npy`` path, memmap, h5py/zarr dataset, iterable
+    of chunks). ``passes > 1`` requires a source that can be read again."""
+    if not is_chunked_input(X):
+        return validate_data(estimator, X, dtype=FLOAT_DTYPES, order="C", reset=reset)
+    source = as_source(X)
+    if passes > 1 and not source.reiterable:
+        raise TypeError(
+            "fitting reads the data several times, but X is a one-shot iterator: pass a "
+            "list of chunks or a callable returning a fresh iterator, or call partial_fit "
+            "on each chunk"
+        )
+    if reset:
+        estimator.n_features_in_ = source.n_features
+        estimator.__dict__.pop("feature_names_in_", None)
+    elif source.n_features != estimator.n_features_in_:
+        raise ValueError(
+            f"X has {source.n_features} features, but {type(estimator).__name__} "
+            f"is expecting {estimator.n_features_in_} features as input."
+        )
+    if passes > 1:
+        source.count()
+    return source
+
+
+def _take_rows(Y, indices):
+    """Rows ``indices`` (sorted) of an array or a :class:`ChunkSource`, in memory."""
+    return Y.take(indices) if isinstance(Y, ChunkSource) else Y[indices]
+
+
+#: Data read in chunks up to this size are loaded whole when a fit needs all
+#: of them in memory (k-means++ without a warm-start subsample).
+_LOAD_WHOLE_BYTES = 256 * 2**20
 
 
 def _check_init(init, n_atoms, n_features):
@@ -349,11 +388,27 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         rng = check_random_state(self.random_state)
         self.__dict__.pop("_stream_state", None)  # a fit starts the stream afresh
         if p["solver"] == "unrolled":
+            if isinstance(Y, ChunkSource):
+                if n * d * Y.dtype.itemsize > _LOAD_WHOLE_BYTES:
+                    raise ValueError(
+                        "solver='unrolled' trains on shuffled mini-batches of in-memory data; "
+                        "for data read chunk by chunk call partial_fit on each chunk, or use solver='exact'"
+                    )
+                Y = Y.to_array()
             return self._fit_unrolled(Y, p, rng)
         n_pre = self._presample_size(n)
+        if not n_pre and isinstance(Y, ChunkSource) and n * d * Y.dtype.itemsize <= _LOAD_WHOLE_BYTES:
+            Y = Y.to_array()  # small: fit exactly as on the in-memory array
         # Warm start: learn on a random subsample first, then refine on all
         # points, so the expensive full passes start from a fitted dictionary.
-        Y_first = Y[np.sort(rng.choice(n, n_pre, replace=False))] if n_pre else Y
+        if n_pre:
+            Y_first = _take_rows(Y, np.sort(rng.choice(n, n_pre, replace=False)))
+        elif isinstance(Y, ChunkSource):
+            # too large to load: k-means++ on a random subsample seeds the atoms
+            size = min(n, max(20_000, 200 * p["n_atoms"]))
+            Y_first = Y.take(np.sort(rng.choice(n, size, replace=False)))
+        else:
+            Y_first = Y
         W = self._initial_dictionary(Y_first, rng)
         stages = [("subsample", Y_first), ("all points", Y)] if n_pre else [("all points", Y)]
         for label, data in stages:
@@ -467,12 +522,21 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         self.objective_ = np.append(np.asarray([] if first else self.objective_, dtype=np.float64), F)
         return self
 
-    def _encode(self, Y, *, statistics=False):
-        """Codes of validated ``Y`` and, optionally, their sufficient statistics."""
+    def _encode(self, Y, *, statistics=False, out=None):
+        """Codes of validated ``Y`` and, optionally, their sufficient statistics.
+
+        With ``out`` (a folder) the codes are written there chunk by chunk
+        and come back memory-mapped (see :mod:`fastkds.diskcodes`).
+        """
         stats = SufficientStatistics(self.n_atoms, Y.shape[1])
-        parts = []
-        self._run(Y, stats if statistics else None, codes_out=parts)
-        codes = concatenate_csr(parts, self.n_atoms, Y.dtype)
+        parts = [] if out is None else DiskCodesWriter(out, self.n_atoms, Y.dtype)
+        try:
+            self._run(Y, stats if statistics else None, codes_out=parts)
+        except BaseException:
+            if out is not None:
+                parts.abort()
+            raise
+        codes = concatenate_csr(parts, self.n_atoms, Y.dtype) if out is None else parts.close()
         return (codes, stats) if statistics else codes
 
     # -- public API ----------------------------------------------------------
@@ -482,23 +546,35 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features), or data read in chunks
             Data, one point per row. float32 is kept; other types become float64.
+            Data larger than memory can be given as a ``.npy`` path or
+            ``np.memmap`` (memory-mapped), an h5py or zarr dataset (sliced),
+            a list of chunks or a callable returning a fresh iterator of
+            chunks (each a 2-D array): only one chunk is in memory at a time.
         y : Ignored
 
         Returns
         -------
         self : KDS
         """
-        Y = validate_data(self, X, dtype=FLOAT_DTYPES, order="C")
+        if _dask.is_dask_array(X):
+            return _dask.fit_kds(self, X)
+        Y = _check_input(self, X, reset=True, passes=2)
         return self._fit_validated(Y)
 
-    def transform(self, X):
+    def transform(self, X, out=None):
         """Sparse simplex codes of ``X`` in the learned dictionary.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features), or data read in chunks
+            As for :meth:`fit`; a one-shot iterator of chunks is fine here.
+        out : str, os.PathLike or None, default=None
+            A folder to write the codes to, chunk by chunk, as
+            ``indptr.npy``, ``indices.npy`` and ``data.npy`` (for data whose
+            codes do not fit in memory). The result is then memory-mapped on
+            those files; :func:`fastkds.diskcodes.load_codes` opens them later.
 
         Returns
         -------
@@ -506,12 +582,16 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
             Rows are on the probability simplex; column indices ascending.
         """
         check_is_fitted(self)
-        Y = validate_data(self, X, dtype=FLOAT_DTYPES, order="C", reset=False)
-        return self._encode(Y)
+        if _dask.is_dask_array(X):
+            return _dask.transform_kds(self, X, out)
+        Y = _check_input(self, X, reset=False)
+        return self._encode(Y, out=out)
 
     def fit_transform(self, X, y=None):
         """Fit, then return the codes of ``X`` (see :meth:`transform`)."""
-        Y = validate_data(self, X, dtype=FLOAT_DTYPES, order="C")
+        if _dask.is_dask_array(X):
+            return _dask.fit_kds(self, X).transform(X)
+        Y = _check_input(self, X, reset=True, passes=2)
         return self._fit_validated(Y)._encode(Y)
 
     def inverse_transform(self, X):
@@ -544,7 +624,9 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         Higher is better, as scikit-learn expects of ``score``.
         """
         check_is_fitted(self)
-        Y = validate_data(self, X, dtype=FLOAT_DTYPES, order="C", reset=False)
+        if _dask.is_dask_array(X):
+            return _dask.score_kds(self, X)
+        Y = _check_input(self, X, reset=False)
         stats = SufficientStatistics(self.n_atoms, Y.shape[1])
         self._run(Y, stats)
         return -stats.mean_objective
@@ -679,11 +761,13 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         -------
         self : KDSClustering
         """
+        if _dask.is_dask_array(X):
+            return _dask.fit_clustering(self, X)
         k = self._check_n_clusters()
         n_init = check_positive_int(self.n_init, "n_init")
         min_component = check_nonneg_float(self.min_component, "min_component")
         max_clusters = check_positive_int(self.max_clusters, "max_clusters")
-        Y = validate_data(self, X, dtype=FLOAT_DTYPES, order="C")
+        Y = _check_input(self, X, reset=True, passes=2)
         rng = check_random_state(self.random_state)
         kds = KDS(
             self.n_atoms,
@@ -741,7 +825,9 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
     def transform(self, X):
         """Row-normalised spectral embedding of ``X`` (n_samples x ``n_clusters_``)."""
         check_is_fitted(self)
-        Y = validate_data(self, X, dtype=FLOAT_DTYPES, order="C", reset=False)
+        if _dask.is_dask_array(X):
+            return _dask.transform_clustering(self, X)
+        Y = _check_input(self, X, reset=False)
         return normalize_rows(self.spectrum_.embed(self.kds_._encode(Y), self.n_clusters_))
 
     def predict(self, X):
@@ -756,5 +842,7 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         labels : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
+        if _dask.is_dask_array(X):
+            return _dask.predict_clustering(self, X)
         return self.kmeans_.predict(self.transform(X))
 

@@ -12,7 +12,8 @@ import numpy as np
 import scipy.linalg
 
 from . import _kernels
-from .encoding import csr_from_dense, iter_chunks
+from .encoding import csr_from_dense
+from .sources import source_chunks
 
 #: Bytes allowed for the per-part partial statistics of one chunk.
 _PARTIALS_BUDGET = 64 * 2**20
@@ -33,18 +34,33 @@ class SufficientStatistics:
         proportional to its objective (as k-means++ draws by squared distance),
         so badly represented regions get the new atoms.
     random_state : numpy RandomState or None
-        Source of the reservoir's keys; required when ``n_candidates > 0``.
+        Draws the reservoir's key (one 64-bit draw) when ``n_candidates > 0``
+        and ``key`` is not given.
+    key : int or None
+        Philox key of the reservoir. Point ``i`` (its global row index) gets
+        the ``i``-th output of a Philox stream with this key, so the sample
+        does not depend on how the rows are split into chunks or blocks:
+        partial statistics built with the same key and their ``row_start``
+        and joined with :meth:`merge` equal one sequential pass.
+    row_start : int, default=0
+        Global row index of the first point added.
     """
 
-    def __init__(self, n_atoms, n_features, n_candidates=0, random_state=None):
+    def __init__(self, n_atoms, n_features, n_candidates=0, random_state=None, *, key=None, row_start=0):
         self.XtX = np.zeros((n_atoms, n_atoms))
         self.s = np.zeros(n_atoms)
         self.XtY = np.zeros((n_atoms, n_features))
         self.objective_sum = 0.0
         self.n_samples = 0
         self.n_candidates = n_candidates
-        self._rng = random_state
+        if n_candidates and key is None:
+            if random_state is None:
+                raise ValueError("n_candidates > 0 needs a random_state or a key")
+            key = int(random_state.randint(0, 2**64, dtype=np.uint64))
+        self.key = key
+        self._next_row = int(row_start)
         self._keys = np.empty(0)
+        self._rows = np.empty(0, dtype=np.int64)
         self.candidates = np.empty((0, n_features))
 
     def add_chunk(self, indptr, indices, data, Y, objective):
@@ -58,17 +74,65 @@ class SufficientStatistics:
         if self.n_candidates:
             self._sample_candidates(Y, objective)
 
+    def _uniforms(self, row_start, n):
+        """Uniforms in [0, 1) of rows ``row_start .. row_start + n - 1``.
+
+        Philox is counter-based: each counter value gives four 64-bit
+        outputs, so output ``i`` is found without drawing the ones before it.
+        """
+        counter, skip = divmod(row_start, 4)
+        raw = np.random.Philox(key=self.key, counter=counter).random_raw(n + skip)[skip:]
+        return (raw >> np.uint64(11)) * (1.0 / 2**53)
+
     def _sample_candidates(self, Y, objective):
         # Efraimidis-Spirakis weighted reservoir: keep the largest log(u) / w.
+        n = Y.shape[0]
+        row_start = self._next_row
+        self._next_row += n
         w = objective.astype(np.float64)
         with np.errstate(divide="ignore", over="ignore"):
-            keys = np.log(self._rng.uniform(size=w.shape[0])) / w  # w = 0 -> -inf: never drawn
-        k = min(self.n_candidates, keys.shape[0])
-        top = np.argpartition(keys, keys.shape[0] - k)[-k:]
-        keys = np.concatenate([self._keys, keys[top]])
-        pts = np.concatenate([self.candidates, Y[top].astype(np.float64)])
-        keep = np.argsort(-keys, kind="stable")[: self.n_candidates]
-        self._keys, self.candidates = keys[keep], pts[keep]
+            keys = np.log(self._uniforms(row_start, n)) / w  # w = 0 -> -inf: never drawn
+        k = min(self.n_candidates, n)
+        if k == 0:
+            return
+        # the k largest keys; ties at the threshold go to the lowest rows, so
+        # the choice does not depend on the chunking
+        thr = np.partition(keys, n - k)[n - k]
+        top = np.flatnonzero(keys > thr)
+        top = np.concatenate([top, np.flatnonzero(keys == thr)[: k - top.size]])
+        self._keep(keys[top], top + row_start, Y[top].astype(np.float64))
+
+    def _keep(self, keys, rows, points):
+        """Join new candidates to the reservoir and keep the best ``n_candidates``."""
+        keys = np.concatenate([self._keys, keys])
+        rows = np.concatenate([self._rows, rows])
+        pts = np.concatenate([self.candidates, points])
+        keep = np.lexsort((rows, -keys))[: self.n_candidates]  # largest key first, then lowest row
+        self._keys, self._rows, self.candidates = keys[keep], rows[keep], pts[keep]
+
+    def merge(self, other):
+        """Add the statistics of ``other`` (same shapes and key) into ``self``.
+
+        Sums are added; the re-seed candidates are the best of both
+        reservoirs, so statistics of disjoint row blocks merged in any order
+        keep the same candidates as one pass over all the rows.
+
+        Returns
+        -------
+        self
+        """
+        if other.XtY.shape != self.XtY.shape or other.n_candidates != self.n_candidates:
+            raise ValueError("cannot merge statistics of different shapes or reservoir sizes")
+        if self.n_candidates and other.key != self.key:
+            raise ValueError("cannot merge reservoirs drawn with different keys")
+        self.XtX += other.XtX
+        self.s += other.s
+        self.XtY += other.XtY
+        self.objective_sum += other.objective_sum
+        self.n_samples += other.n_samples
+        if self.n_candidates and other._keys.size:
+            self._keep(other._keys, other._rows, other.candidates)
+        return self
 
     @property
     def mean_objective(self):
@@ -138,13 +202,14 @@ def solve_dictionary(stats, lam, W_old, *, dead_threshold=0.0):
 def run_epoch(Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None):
     """Encode all of ``Y`` chunk by chunk with ``prepared``.
 
+    ``Y`` is a validated array or a :class:`fastkds.sources.ChunkSource`.
     Adds each chunk to ``stats`` (a :class:`SufficientStatistics`) when given,
-    and appends its CSR triple to the list ``codes_out`` when given.
+    and appends its CSR triple to ``codes_out`` (a list, or anything with
+    ``append``) when given.
     """
-    if buffers is None:
-        buffers = prepared.allocate(min(chunk_size, Y.shape[0]))
-    for start, stop in iter_chunks(Y.shape[0], chunk_size):
-        chunk = Y[start:stop]
+    for _, chunk in source_chunks(Y, chunk_size):
+        if buffers is None or buffers[0].shape[0] < chunk.shape[0]:
+            buffers = prepared.allocate(chunk.shape[0] if buffers is None else chunk_size)
         X, obj = prepared.encode_dense(chunk, buffers)
         triple = csr_from_dense(X)
         if stats is not None:
@@ -152,6 +217,16 @@ def run_epoch(Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None)
         if codes_out is not None:
             codes_out.append(triple)
     return stats
+
+
+def _converged(F_prev, F, tol, W):
+    """Relative change of the objective below ``tol``, or a change that is
+    only rounding: an objective near 0 (the data fitted exactly) moves by a
+    few ulps of the data's squared norm, ``||w||^2`` ~ ``||y||^2``, which
+    relative to itself is never small."""
+    change = abs(F_prev - F)
+    noise = 1e3 * np.finfo(float).eps * float(np.mean(np.sum(W * W, axis=1)))
+    return change < tol * abs(F_prev) or change <= noise
 
 
 def fit_alternating(
@@ -202,9 +277,7 @@ def fit_alternating(
         W, n_dead = solve_dictionary(stats, lam, W)
         if progress is not None:
             progress(epoch, F, n_dead)
-        if history and n_dead == 0:
-            change = abs(history[-1] - F) / max(abs(history[-1]), np.finfo(float).tiny)
-            if change < tol:
+        if history and n_dead == 0 and _converged(history[-1], F, tol, W):
                 history.append(F)
                 converged = True
                 break

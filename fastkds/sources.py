@@ -1,0 +1,280 @@
+"""Data that need not fit in memory: ``.npy`` files, memmaps, h5py/zarr
+datasets and iterables of chunks, read one chunk at a time.
+
+The estimators accept any of these wherever they accept an array. A
+:class:`ChunkSource` hands out validated, C-contiguous float chunks, so the
+encoder never sees more than one chunk of the data at once and memory does
+not grow with n. Each chunk is checked as it is read (shape, dtype, NaN/inf),
+and an error names the rows it was found in.
+"""
+
+import os
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def _float_dtype(dtype):
+    """float32 stays float32; every other numeric dtype becomes float64."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float32:
+        return dtype
+    if dtype.kind not in "biuf":
+        raise TypeError(f"data must be numeric, got dtype {dtype}")
+    return np.dtype(np.float64)
+
+
+def _check_chunk(chunk, start, n_features, dtype):
+    """One chunk as a finite, C-contiguous 2-D array of ``dtype``."""
+    if sp.issparse(chunk):
+        raise TypeError("sparse chunks are not supported: KDS needs dense data (use .toarray())")
+    chunk = np.asarray(chunk)
+    if chunk.ndim != 2:
+        raise ValueError(f"chunk at row {start} has {chunk.ndim} dimensions, expected 2 (rows x features)")
+    if n_features is not None and chunk.shape[1] != n_features:
+        raise ValueError(
+            f"chunk at row {start} has {chunk.shape[1]} features, expected {n_features} like the first chunk"
+        )
+    _float_dtype(chunk.dtype)  # TypeError for object, complex, strings
+    chunk = np.ascontiguousarray(chunk, dtype=dtype)
+    if not np.all(np.isfinite(chunk)):
+        bad = start + int(np.flatnonzero(~np.all(np.isfinite(chunk), axis=1))[0])
+        raise ValueError(f"data contain NaN or infinite values (first in row {bad})")
+    return chunk
+
+
+class ChunkSource:
+    """Rows of a data set, read chunk by chunk.
+
+    Attributes
+    ----------
+    n_samples : int or None
+        Number of rows, or None until a first pass over an iterable has
+        counted them.
+    n_features : int
+    dtype : numpy dtype
+        float32 or float64: the dtype every chunk is converted to.
+    """
+
+    n_samples = None
+    n_features = None
+    dtype = None
+    #: Whether the rows can be read more than once (fitting needs several passes).
+    reiterable = True
+
+    @property
+    def shape(self):
+        """``(n_samples, n_features)``, as for an array."""
+        return (self.n_samples, self.n_features)
+
+    def chunks(self, chunk_size):
+        """Yield ``(start, chunk)``: validated float arrays of up to ``chunk_size`` rows."""
+        raise NotImplementedError
+
+    def count(self):
+        """Number of rows, counted by one pass when not known yet."""
+        if self.n_samples is None:
+            for _ in self.chunks(1 << 30):
+                pass
+        return self.n_samples
+
+    def take(self, indices):
+        """The rows at sorted ``indices``, as one in-memory array (one pass)."""
+        indices = np.asarray(indices, dtype=np.int64)
+        out = np.empty((indices.shape[0], self.n_features), dtype=self.dtype)
+        pos = 0
+        for start, chunk in self.chunks(1 << 16):
+            stop = start + chunk.shape[0]
+            end = pos + int(np.searchsorted(indices[pos:], stop))
+            out[pos:end] = chunk[indices[pos:end] - start]
+            pos = end
+            if pos == indices.shape[0]:
+                break
+        return out
+
+    def to_array(self):
+        """All rows as one in-memory array."""
+        parts = [chunk for _, chunk in self.chunks(1 << 16)]
+        if not parts:
+            return np.empty((0, self.n_features), dtype=self.dtype)
+        return np.concatenate(parts)
+
+
+class SlicedSource(ChunkSource):
+    """Anything with ``shape``, ``dtype`` and row slicing: memmaps, h5py and
+    zarr datasets. Only the rows of one chunk are read at a time.
+
+    memmaps, h5py and zarr datasets are recognised by the estimators; wrap
+    any other sliceable array-like in ``SlicedSource(data)`` to have it read
+    chunk by chunk rather than converted to one array.
+    """
+
+    def __init__(self, data, name="X"):
+        shape = tuple(data.shape)
+        if len(shape) != 2:
+            raise ValueError(f"{name} must be 2-D (rows x features), got shape {shape}")
+        self._data = data
+        self.n_samples, self.n_features = int(shape[0]), int(shape[1])
+        self.dtype = _float_dtype(data.dtype)
+
+    def chunks(self, chunk_size):
+        for start in range(0, self.n_samples, chunk_size):
+            stop = min(start + chunk_size, self.n_samples)
+            yield start, _check_chunk(self._data[start:stop], start, self.n_features, self.dtype)
+
+    def take(self, indices):
+        indices = np.asarray(indices, dtype=np.int64)
+        if isinstance(self._data, np.ndarray):
+            return _check_chunk(self._data[indices], 0, self.n_features, self.dtype)
+        return super().take(indices)  # h5py/zarr fancy indexing differs; one pass is universal
+
+
+class IterableSource(ChunkSource):
+    """A sequence of chunks, a callable returning a fresh iterator of chunks,
+    or a one-shot iterator (read once: fine for ``transform``, not ``fit``)."""
+
+    def __init__(self, chunks, name="X"):
+        self._factory = chunks if callable(chunks) else None
+        self._chunks = None if callable(chunks) else chunks
+        self.reiterable = self._factory is not None or not isinstance(chunks, Iterator)
+        self._name = name
+        self._used = False
+        first = self._first_chunk()
+        self.n_features = first.shape[1]
+        self.dtype = _float_dtype(first.dtype)
+
+    def _iterate(self):
+        if self._factory is not None:
+            it = self._factory()
+            if not isinstance(it, Iterable):
+                raise TypeError(f"{self._name}: the callable must return an iterable of chunks, got {type(it).__name__}")
+            return iter(it)
+        if not self.reiterable:
+            if self._used:
+                raise ValueError(
+                    f"{self._name} is a one-shot iterator that was already read: fitting needs "
+                    "several passes; pass a list of chunks or a callable returning a fresh "
+                    "iterator, or learn with partial_fit"
+                )
+            self._used = True
+        return iter(self._chunks)
+
+    def _first_chunk(self):
+        if not self.reiterable:
+            # peek without losing the chunk: keep it in front of the iterator
+            it = iter(self._chunks)
+            try:
+                first = next(it)
+            except StopIteration:
+                raise ValueError(f"{self._name} yielded no chunks") from None
+            self._chunks = _Prepend(first, it)
+        else:
+            try:
+                first = next(iter(self._iterate()))
+            except StopIteration:
+                raise ValueError(f"{self._name} yielded no chunks") from None
+        first = np.asarray(first) if not sp.issparse(first) else first
+        return _check_chunk(first, 0, None, _float_dtype(getattr(first, "dtype", np.float64)))
+
+    def chunks(self, chunk_size):
+        start = 0
+        for raw in self._iterate():
+            chunk = _check_chunk(raw, start, self.n_features, self.dtype)
+            # split chunks larger than chunk_size: working memory stays bounded
+            for lo in range(0, chunk.shape[0], chunk_size):
+                part = chunk[lo : lo + chunk_size]
+                yield start + lo, part
+            start += chunk.shape[0]
+        self.n_samples = start
+
+
+class _Prepend:
+    """An iterator yielding ``first`` and then the rest of ``it``."""
+
+    def __init__(self, first, it):
+        self._first, self._it = first, it
+
+    def __iter__(self):
+        yield self._first
+        yield from self._it
+
+
+class ArraySource(ChunkSource):
+    """An in-memory array already validated: chunks are views."""
+
+    def __init__(self, Y):
+        self._Y = Y
+        self.n_samples, self.n_features = Y.shape
+        self.dtype = Y.dtype
+
+    def chunks(self, chunk_size):
+        for start in range(0, self.n_samples, chunk_size):
+            yield start, self._Y[start : start + chunk_size]
+
+    def take(self, indices):
+        return self._Y[indices]
+
+    def to_array(self):
+        return self._Y
+
+
+def is_chunked_input(X):
+    """Whether ``X`` is read chunk by chunk rather than validated as one array."""
+    if isinstance(X, (str, os.PathLike, np.memmap, ChunkSource)):
+        return True
+    if isinstance(X, np.ndarray) or sp.issparse(X):
+        return False
+    if isinstance(X, (list, tuple)):
+        # a list of 2-D arrays is a list of chunks; a nested list of numbers is an array
+        return len(X) > 0 and hasattr(X[0], "shape") and len(X[0].shape) == 2
+    if callable(X) or isinstance(X, Iterator):
+        return True
+    module = type(X).__module__ or ""
+    return module.startswith(("h5py", "zarr"))
+
+
+def as_source(X, name="X"):
+    """Wrap ``X`` as a :class:`ChunkSource`.
+
+    Parameters
+    ----------
+    X : str or os.PathLike, numpy.memmap, h5py/zarr dataset, list of arrays, \
+callable or iterator of chunks, or ndarray
+        A path must name a ``.npy`` file; it is memory-mapped, not loaded.
+        A list (or tuple) of 2-D arrays, or a callable returning a fresh
+        iterator of them, can be read many times; a one-shot iterator once.
+    name : str
+        How errors refer to the data.
+
+    Returns
+    -------
+    ChunkSource
+    """
+    if isinstance(X, ChunkSource):
+        return X
+    if isinstance(X, (str, os.PathLike)):
+        path = os.fspath(X)
+        if not path.endswith(".npy"):
+            raise ValueError(f"{name}: a path must name a .npy file, got {path!r}")
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{name}: no such file {path!r}")
+        try:
+            data = np.load(path, mmap_mode="r")
+        except ValueError as exc:
+            raise ValueError(f"{name}: {path!r} is not a readable .npy array ({exc})") from exc
+        return SlicedSource(data, name)
+    if isinstance(X, np.ndarray) and not isinstance(X, np.memmap):
+        return ArraySource(X)
+    if isinstance(X, np.memmap) or (hasattr(X, "shape") and hasattr(X, "dtype") and hasattr(X, "__getitem__")):
+        return SlicedSource(X, name)
+    if isinstance(X, (list, tuple)) or callable(X) or isinstance(X, Iterable):
+        return IterableSource(X, name)
+    raise TypeError(f"{name}: cannot read data of type {type(X).__name__}")
+
+
+def source_chunks(Y, chunk_size):
+    """``(start, chunk)`` pairs of an in-memory array or a :class:`ChunkSource`."""
+    if isinstance(Y, ChunkSource):
+        return Y.chunks(chunk_size)
+    return ((s, Y[s : s + chunk_size]) for s in range(0, Y.shape[0], chunk_size))

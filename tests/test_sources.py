@@ -1,0 +1,213 @@
+"""Data read chunk by chunk (.npy paths, memmaps, array-likes, iterables) and
+codes written to disk: same results as in-memory arrays, bounded reads,
+clear errors."""
+
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import fastkds.estimators as estimators_module
+from fastkds import KDS, KDSClustering, make_moons
+from fastkds.diskcodes import load_codes
+from fastkds.sources import SlicedSource, as_source, is_chunked_input
+
+PARAMS = dict(lam=5.0, n_iter=15, max_epochs=30, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def moons():
+    Y, y = make_moons(3000, random_state=1)
+    return Y, y
+
+
+@pytest.fixture
+def npy_path(tmp_path, moons):
+    path = tmp_path / "Y.npy"
+    np.save(path, moons[0])
+    return path
+
+
+class SlicedOnly:
+    """An h5py/zarr-like dataset: shape, dtype and slicing, and it records
+    the largest slice read (a source must never read everything at once)."""
+
+    def __init__(self, Y):
+        self._Y = Y
+        self.shape = Y.shape
+        self.dtype = Y.dtype
+        self.largest_read = 0
+
+    def __getitem__(self, key):
+        out = self._Y[key]
+        self.largest_read = max(self.largest_read, out.shape[0])
+        return out
+
+
+def test_chunked_inputs_are_recognised(moons, npy_path):
+    Y = moons[0]
+    assert is_chunked_input(str(npy_path)) and is_chunked_input(npy_path)
+    assert is_chunked_input(np.load(npy_path, mmap_mode="r"))
+    assert is_chunked_input([Y[:10], Y[10:]]) and is_chunked_input(iter([Y]))
+    assert is_chunked_input(lambda: iter([Y]))
+    assert not is_chunked_input(Y)
+    assert not is_chunked_input([[1.0, 2.0], [3.0, 4.0]])  # a nested list is one array
+    assert not is_chunked_input(sp.csr_array(Y))
+
+
+@pytest.mark.parametrize("kind", ["path", "memmap", "list", "callable", "sliced"])
+def test_fit_on_chunked_data_equals_in_memory_fit(moons, npy_path, kind):
+    Y = moons[0]
+    data = {
+        "path": str(npy_path),
+        "memmap": np.load(npy_path, mmap_mode="r"),
+        "list": [Y[:1000], Y[1000:2200], Y[2200:]],
+        "callable": lambda: (Y[i : i + 700] for i in range(0, Y.shape[0], 700)),
+        "sliced": SlicedSource(SlicedOnly(Y)),
+    }[kind]
+    ref = KDS(12, **PARAMS).fit(Y)
+    kds = KDS(12, **PARAMS).fit(data)
+    np.testing.assert_array_equal(kds.components_, ref.components_)
+    assert kds.n_features_in_ == 2 and kds.n_iter_ == ref.n_iter_
+    codes = kds.transform(data)
+    assert (codes != ref.transform(Y)).nnz == 0
+
+
+def test_large_source_with_presample_matches_in_memory(tmp_path):
+    # presample "auto" starts at 20,000 * 5 points: the subsample is gathered
+    # from the file, the full passes stream it, and nothing changes
+    Y, _ = make_moons(100_000, random_state=2)
+    path = tmp_path / "big.npy"
+    np.save(path, Y)
+    kw = dict(lam=5.0, n_iter=15, max_epochs=3, tol=0.0, random_state=0)
+    ref = KDS(16, **kw).fit(Y)
+    sliced = SlicedOnly(Y)
+    kds = KDS(16, chunk_size=8192, **kw).fit(SlicedSource(sliced))
+    np.testing.assert_allclose(kds.components_, ref.components_, rtol=0, atol=1e-12)
+    assert sliced.largest_read <= 1 << 16  # read in pieces, never whole
+
+
+def test_source_too_large_to_load_is_streamed(monkeypatch, moons):
+    # without a warm-start subsample, a source too large to load is fitted
+    # by streaming, with k-means++ seeded from a random subsample
+    Y = moons[0]
+    monkeypatch.setattr(estimators_module, "_LOAD_WHOLE_BYTES", 1024)
+    sliced = SlicedOnly(Y)
+    kds = KDS(12, presample=None, chunk_size=500, **PARAMS).fit(SlicedSource(sliced))
+    assert sliced.largest_read <= 1 << 16
+    assert np.all(np.isfinite(kds.components_))
+    ref = KDS(12, presample=None, **PARAMS).fit(Y)
+    # a different seeding, an equally good fit
+    assert kds.score(Y) == pytest.approx(ref.score(Y), rel=0.15)
+
+
+def test_one_shot_iterator_transforms_but_does_not_fit(moons):
+    Y = moons[0]
+    kds = KDS(8, **PARAMS).fit(Y)
+    codes = kds.transform(iter([Y[:100], Y[100:300]]))
+    assert (codes != kds.transform(Y[:300])).nnz == 0
+    with pytest.raises(TypeError, match="one-shot iterator"):
+        KDS(8).fit(iter([Y]))
+
+
+def test_transform_out_writes_codes_to_disk(moons, npy_path, tmp_path):
+    Y = moons[0]
+    kds = KDS(12, chunk_size=700, **PARAMS).fit(Y)
+    out = tmp_path / "codes"
+    codes = kds.transform(str(npy_path), out=out)
+    assert sorted(os.listdir(out)) == ["data.npy", "indices.npy", "indptr.npy"]
+    assert isinstance(codes, sp.csr_array) and codes.shape == (Y.shape[0], 12)
+    assert (codes != kds.transform(Y)).nnz == 0
+    again = load_codes(out, n_atoms=12)
+    assert (again != codes).nnz == 0
+    # the files are plain .npy arrays, memory-mapped, readable without fastkds
+    assert np.load(out / "indptr.npy").shape == (Y.shape[0] + 1,)
+    # writing again replaces them
+    codes2 = kds.transform(Y[:50], out=out)
+    assert codes2.shape == (50, 12)
+
+
+def test_transform_out_error_removes_partial_files(moons, tmp_path):
+    Y = moons[0].copy()
+    kds = KDS(8, chunk_size=500, **PARAMS).fit(Y)
+    Y[2000, 0] = np.nan
+    out = tmp_path / "codes"
+    with pytest.raises(ValueError, match="row 2000"):
+        kds.transform([Y[:1000], Y[1000:]], out=out)
+    assert os.listdir(out) == []
+
+
+def test_clustering_reads_a_memmap(moons, npy_path):
+    Y, y = moons
+    ref = KDSClustering(2, n_atoms=24, **PARAMS).fit(Y)
+    model = KDSClustering(2, n_atoms=24, **PARAMS).fit(np.load(npy_path, mmap_mode="r"))
+    np.testing.assert_array_equal(model.labels_, ref.labels_)
+    np.testing.assert_array_equal(model.predict(str(npy_path)), ref.labels_)
+
+
+def test_float32_file_stays_float32(moons, tmp_path):
+    path = tmp_path / "Y32.npy"
+    np.save(path, moons[0].astype(np.float32))
+    kds = KDS(8, **PARAMS).fit(str(path))
+    assert kds.components_.dtype == np.float32
+    assert kds.transform(str(path)).dtype == np.float32
+
+
+@pytest.mark.parametrize(
+    "data, error, match",
+    [
+        ("missing.npy", FileNotFoundError, "no such file"),
+        ("data.csv", ValueError, "must name a .npy file"),
+        ([np.zeros((5, 2)), np.zeros((5, 3))], ValueError, "3 features, expected 2"),
+        ([np.zeros((5, 2)), np.zeros(5)], ValueError, "1 dimensions"),
+        ([np.zeros((5, 2), dtype=complex)], TypeError, "numeric"),
+        ([np.full((5, 2), np.inf)], ValueError, "NaN or infinite"),
+        ([sp.csr_array(np.ones((5, 2)))], TypeError, "sparse"),
+        (iter([]), ValueError, "no chunks"),
+    ],
+)
+def test_bad_chunked_input_gets_a_clear_error(tmp_path, data, error, match):
+    if isinstance(data, str):
+        data = str(tmp_path / data)
+    with pytest.raises(error, match=match):
+        KDS(2, **PARAMS).fit(data)
+
+
+def test_feature_count_is_checked_on_chunked_input(moons, tmp_path):
+    kds = KDS(8, **PARAMS).fit(moons[0])
+    path = tmp_path / "three.npy"
+    np.save(path, np.zeros((10, 3)))
+    with pytest.raises(ValueError, match="3 features, but KDS is expecting 2"):
+        kds.transform(str(path))
+
+
+def test_caller_file_is_not_modified(moons, npy_path):
+    before = np.load(npy_path).copy()
+    KDS(8, **PARAMS).fit(str(npy_path)).transform(np.load(npy_path, mmap_mode="r"))
+    np.testing.assert_array_equal(np.load(npy_path), before)
+
+
+def test_source_counts_rows_of_iterables(moons):
+    Y = moons[0]
+    source = as_source(lambda: iter([Y[:10], Y[10:25]]))
+    assert source.n_samples is None
+    assert source.count() == 25 and source.shape == (25, 2)
+    np.testing.assert_array_equal(source.take(np.array([3, 12, 24])), Y[[3, 12, 24]])
+
+
+@pytest.mark.parametrize("library", ["h5py", "zarr"])
+def test_h5py_and_zarr_datasets_are_sliced(library, moons, tmp_path):
+    lib = pytest.importorskip(library)
+    Y = moons[0]
+    if library == "h5py":
+        f = lib.File(tmp_path / "Y.h5", "w")
+        data = f.create_dataset("Y", data=Y, chunks=(256, 2))
+    else:
+        data = lib.open_array(str(tmp_path / "Y.zarr"), mode="w", shape=Y.shape, chunks=(256, 2), dtype=Y.dtype)
+        data[:] = Y
+    assert is_chunked_input(data)
+    ref = KDS(12, **PARAMS).fit(Y)
+    kds = KDS(12, **PARAMS).fit(data)
+    np.testing.assert_array_equal(kds.components_, ref.components_)
+    assert (kds.transform(data) != ref.transform(Y)).nnz == 0
