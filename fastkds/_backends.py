@@ -57,7 +57,14 @@ class CudaBackend:
         return [prepared.allocate(chunk_size) for _ in range(self._gpu.BUFFER_SETS)]
 
     def run_epoch(self, Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None):
-        return self._gpu.run_epoch_cuda(Y, prepared, chunk_size, stats, buffers, codes_out)
+        from .sources import ChunkSource
+
+        if not isinstance(Y, ChunkSource):
+            return self._gpu.run_epoch_cuda(Y, prepared, chunk_size, stats, buffers, codes_out)
+        # data read in chunks: each source chunk streams through the GPU in turn
+        for _, chunk in Y.chunks(chunk_size):
+            self._gpu.run_epoch_cuda(chunk, prepared, chunk_size, stats, buffers, codes_out)
+        return stats
 
 
 def get_backend(device):
