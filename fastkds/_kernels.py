@@ -244,21 +244,30 @@ def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, ins, ca
             for j in range(mp):
                 nbad += ((v[j] - c) > tau) ^ ins[j]
         if nbad == 0:
-            k = nx
-            for q in range(k):
-                cand[q] = xs[q]
-        else:
-            # relative to max(v); the old support's tau is a lower bound
-            c = _vmax(v)
-            floor = -one
-            if nx > 0:
-                s = zero
-                for q in range(nx):
-                    s += v[xs[q]] - c
-                s = (s - one) / ks[nx]
-                if s > floor:
-                    floor = s
-            tau, k = _simplex_support_michelot(v, c, floor, ks, cand)
+            # same support: x and z change on it alone (z is 0 elsewhere now)
+            bt = beta[t]
+            if nz != nx:
+                for q in range(nz):
+                    z[zidx[q]] = zero
+            for q in range(nx):
+                j = xs[q]
+                xn = (v[j] - c) - tau
+                z[j] = xn + bt * (xn - x[j])
+                x[j] = xn
+                zidx[q] = j
+            nz = nx
+            continue
+        # relative to max(v); the old support's tau is a lower bound
+        c = _vmax(v)
+        floor = -one
+        if nx > 0:
+            s = zero
+            for q in range(nx):
+                s += v[xs[q]] - c
+            s = (s - one) / ks[nx]
+            if s > floor:
+                floor = s
+        tau, k = _simplex_support_michelot(v, c, floor, ks, cand)
         # x_new = v - c - tau on cand[:k]; z = x_new + beta (x_new - x_old)
         bt = beta[t]
         for q in range(nz):
