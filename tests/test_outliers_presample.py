@@ -50,8 +50,11 @@ def test_clustering_survives_far_outliers_owning_atoms():
     outliers = rng.normal(size=(8, 2)) * 200
     Y = np.r_[rng.normal(size=(500, 2)), rng.normal(size=(500, 2)) + [10, 0], outliers]
     y = np.r_[np.zeros(500), np.ones(500)]
+    # n_iter=150: with atoms 400 apart the encoder's step 1/sigma_max(W)^2 is
+    # tiny, and at the default T=50 a far outlier's code may still hold ~1% on
+    # a main atom, which links its component to the clusters (seed-dependent).
     for seed in range(3):
-        model = KDSClustering(2, n_atoms=24, lam=1.0, random_state=seed).fit(Y)
+        model = KDSClustering(2, n_atoms=24, lam=1.0, n_iter=150, random_state=seed).fit(Y)
         assert model.spectrum_.n_outlier_atoms >= 1
         assert clustering_accuracy(y, model.labels_[:1000]) == 1.0
 

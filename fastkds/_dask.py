@@ -1,0 +1,595 @@
+"""Dask backend: fit, transform and predict on a ``dask.array.Array``.
+
+The Numba CPU kernels run on the workers, one task per block of rows; only
+small things travel (after stumpy's ``stumped``, which reuses its CPU kernel
+on each worker):
+
+* ``fit``: each epoch, every block is encoded where it lives and returns its
+  :class:`~fastkds.solvers.SufficientStatistics` (``X^T X``, ``s``,
+  ``X^T Y``, objective sum, count and re-seed candidates: m x m + m x d
+  numbers). A tree reduction sums them; the client solves the m x m system
+  (:func:`~fastkds.solvers.solve_dictionary`) and sends the new dictionary
+  as one graph key, which the scheduler copies to each worker once, not once
+  per task. The loop itself is :func:`~fastkds.solvers.fit_alternating`,
+  given :class:`DaskBackend`, so the dictionary steps are those of the
+  in-memory fit.
+* ``KDSClustering.fit``: the spectral step needs only ``X^T X`` and ``s``
+  (reduced the same way). The codes stay on the workers; only the
+  row-normalised embedding (n x n_clusters) comes to the client, for
+  scikit-learn's k-means.
+* ``transform`` / ``predict``: block-wise, lazily; the fitted model is one
+  graph key.
+
+Identical results: the warm-start subsample (``rng.choice`` indices,
+gathered by sorted fancy indexing), the k-means++ seeding and the re-seed
+candidates (keys addressed by global row index) are the in-memory fit's, so
+a Dask fit equals the in-memory fit on the same data and seed up to the
+rounding of sums taken in another order.
+
+Dask is imported only inside these functions: importing fastkds never needs
+it (:func:`is_dask_array` looks at ``sys.modules``). Every function sent to
+the workers is defined at module level, so tasks pickle by reference.
+"""
+
+import copy
+import operator
+import sys
+import time
+import uuid
+import warnings
+
+import numba
+import numpy as np
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+
+from ._config import numba_threads
+from ._validation import check_nonneg_float, check_positive_int
+from .encoding import PreparedDictionary
+from .solvers import SufficientStatistics, fit_alternating, run_epoch
+from .spectral import BipartiteSpectrum, normalize_rows
+
+#: Partial statistics merged per task of the tree reduction.
+SPLIT_EVERY = 8
+
+#: Without a warm-start subsample, k-means++ seeding needs all the points on
+#: the client (as in memory) up to this size; beyond it, it seeds from a
+#: random subsample, as for data read in chunks.
+LOAD_WHOLE_BYTES = 256 * 2**20
+
+
+def is_dask_array(X):
+    """Whether ``X`` is a ``dask.array.Array``, without importing Dask.
+
+    A Dask array can only exist once ``dask.array`` has been imported, so
+    the check costs nothing (and imports nothing) when it has not.
+    """
+    module = sys.modules.get("dask.array")
+    return module is not None and isinstance(X, module.Array)
+
+
+# -- input checks ------------------------------------------------------------
+
+
+def check_dask_array(X, n_features=None, estimator=None):
+    """``X`` as a float32/float64 2-D Dask array with one chunk along features.
+
+    Other numeric dtypes become float64 and several feature chunks are
+    rechunked to one (lazily). Finiteness is checked inside each block task.
+
+    Raises
+    ------
+    ValueError
+        Not 2-D, unknown chunk sizes, no rows, or a feature count different
+        from ``n_features``.
+    TypeError
+        A non-numeric dtype.
+    """
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2-D dask array, got {X.ndim}-D with shape {X.shape}")
+    if any(np.isnan(c) for c in X.chunks[0]) or np.isnan(X.shape[1]):
+        raise ValueError(
+            "the dask array has unknown chunk sizes (NaN in .chunks): call "
+            "X.compute_chunk_sizes() first"
+        )
+    if X.dtype.kind not in "fiub":
+        raise TypeError(f"the dask array must be numeric, got dtype {X.dtype}")
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    if X.shape[0] < 1:
+        raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
+    if X.shape[1] < 1:
+        raise ValueError(f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
+    if n_features is not None and X.shape[1] != n_features:
+        raise ValueError(
+            f"X has {X.shape[1]} features, but {type(estimator).__name__} "
+            f"is expecting {n_features} features as input."
+        )
+    if len(X.chunks[1]) > 1:
+        X = X.rechunk({1: -1})  # a block task needs whole rows
+    return X
+
+
+def _check_block(Y, row_start, dtype):
+    """A block as C-contiguous ``dtype``, refusing NaN/inf with the rows named."""
+    Y = np.ascontiguousarray(Y, dtype=dtype)
+    if not np.isfinite(Y).all():
+        bad = row_start + int(np.flatnonzero(~np.isfinite(Y).all(axis=1))[0])
+        raise ValueError(f"Input X contains NaN or infinity (row {bad})")
+    return Y
+
+
+# -- threads -----------------------------------------------------------------
+
+
+def thread_plan(n_jobs):
+    """How many Numba threads each task should use, decided on the client.
+
+    ``n_jobs`` given: that many (capped on each worker). Otherwise the
+    cores are shared among the tasks that run at once: on a distributed
+    cluster, a worker's cores divided by the worker threads of all workers on
+    its host (so 2 one-thread workers on 2 cores use 1 thread per task); with
+    the local threaded scheduler, the cores over its pool size; with the
+    synchronous scheduler, all of them.
+
+    Returns
+    -------
+    int, or dict mapping host to total worker threads on that host
+    """
+    if n_jobs is not None:
+        return int(n_jobs)
+    import dask
+    from dask.base import get_scheduler
+
+    scheduler = get_scheduler()
+    client = getattr(scheduler, "__self__", None)
+    if client is not None and type(client).__name__ == "Client":
+        from distributed.comm import get_address_host
+
+        hosts = {}
+        for address, n in client.nthreads().items():
+            host = get_address_host(address)
+            hosts[host] = hosts.get(host, 0) + n
+        return hosts
+    import dask.local
+
+    if scheduler is dask.local.get_sync:
+        return numba.config.NUMBA_NUM_THREADS
+    pool = dask.config.get("num_workers", None) or numba.config.NUMBA_NUM_THREADS
+    return max(1, numba.config.NUMBA_NUM_THREADS // int(pool))
+
+
+def _task_threads(plan):
+    """Numba threads for this task (runs on the worker)."""
+    if not isinstance(plan, dict):
+        return plan
+    try:
+        from distributed import get_worker
+        from distributed.comm import get_address_host
+
+        total = plan.get(get_address_host(get_worker().address))
+    except (ImportError, ValueError):  # not on a distributed worker
+        total = None
+    return max(1, numba.config.NUMBA_NUM_THREADS // total) if total else 1
+
+
+# -- block tasks (module level: they pickle by reference) ---------------------
+
+
+def block_statistics(Y, prepared, row_start, n_candidates, key, chunk_size, threads):
+    """Encode one block and return its :class:`SufficientStatistics`.
+
+    ``row_start`` is the block's first global row: it addresses the
+    reservoir keys, so the candidates do not depend on the blocks.
+    """
+    Y = _check_block(Y, row_start, prepared.dtype)
+    stats = SufficientStatistics(prepared.n_atoms, Y.shape[1], n_candidates, key=key, row_start=row_start)
+    with numba_threads(_task_threads(threads)):
+        run_epoch(Y, prepared, max(1, min(chunk_size, Y.shape[0])), stats=stats)
+    return stats
+
+
+def merge_statistics(*parts):
+    """Sum partial statistics, in the order given."""
+    total = parts[0]
+    for part in parts[1:]:
+        total.merge(part)
+    return total
+
+
+def _with_threads(model, threads):
+    """A shallow copy of ``model`` running on this task's share of threads."""
+    model = copy.copy(model)
+    model.n_jobs = _task_threads(threads)
+    model.device = "cpu"
+    if "kds_" in model.__dict__:
+        model.kds_ = copy.copy(model.kds_)
+        model.kds_.n_jobs = model.n_jobs
+        model.kds_.device = "cpu"
+    return model
+
+
+def encode_block(model, Y, row_start, threads):
+    """Codes (``scipy.sparse.csr_array``) of one block with a fitted KDS."""
+    model = _with_threads(model, threads)
+    return model._encode(_check_block(Y, row_start, Y.dtype))
+
+
+def encode_block_with_statistics(model, Y, row_start, threads):
+    """Codes of one block and their statistics (no re-seed candidates)."""
+    model = _with_threads(model, threads)
+    return model._encode(_check_block(Y, row_start, Y.dtype), statistics=True)
+
+
+def embed_block(codes, projection):
+    """Row-normalised spectral embedding of one block of codes."""
+    return normalize_rows(np.asarray(codes @ projection))
+
+
+def transform_block(model, Y, threads):
+    """``model.transform`` of one block (the model is a fitted KDSClustering)."""
+    return _with_threads(model, threads).transform(Y)
+
+
+def predict_block(model, Y, threads):
+    """``model.predict`` of one block."""
+    return _with_threads(model, threads).predict(Y)
+
+
+def score_block(model, Y, row_start, threads):
+    """Statistics (objective sum and count) of one block under a fitted KDS."""
+    model = _with_threads(model, threads)
+    Y = _check_block(Y, row_start, Y.dtype)
+    stats = SufficientStatistics(model.n_atoms, Y.shape[1])
+    model._run(Y, stats)
+    return stats
+
+
+# -- graph helpers -----------------------------------------------------------
+
+
+def _as_key(obj, prefix):
+    """``obj`` as one key of the graph: sent to the scheduler once, copied to
+    the workers that need it once, whatever the number of tasks."""
+    from dask import delayed
+
+    return delayed(obj, name=f"{prefix}-{uuid.uuid4().hex}", traverse=False)
+
+
+def _blocks(Y):
+    """The row blocks of ``Y`` as Delayed objects with their first row."""
+    blocks = Y.to_delayed().ravel()
+    starts = np.concatenate([[0], np.cumsum(Y.chunks[0])[:-1]]).astype(np.int64)
+    return list(zip(blocks, (int(s) for s in starts), Y.chunks[0]))
+
+
+def tree_merge(parts, split_every=SPLIT_EVERY):
+    """A tree of :func:`merge_statistics` tasks over ``parts`` (in order)."""
+    from dask import delayed
+
+    while len(parts) > 1:
+        parts = [
+            delayed(merge_statistics, pure=False)(*parts[i : i + split_every])
+            for i in range(0, len(parts), split_every)
+        ]
+    return parts[0]
+
+
+def _lean_model(est):
+    """A shallow copy of a fitted estimator without its per-training-point
+    attributes (labels, embedding), so a task graph does not carry them."""
+    model = copy.copy(est)
+    for name in ("labels_", "embedding_"):
+        model.__dict__.pop(name, None)
+    if "kmeans_" in model.__dict__:
+        model.kmeans_ = copy.copy(model.kmeans_)
+        model.kmeans_.__dict__.pop("labels_", None)
+    return model
+
+
+class DaskBackend:
+    """Runs :func:`fastkds.solvers.fit_alternating`'s epochs on a Dask array.
+
+    The dictionary is prepared on the client (an m x m eigenproblem) and
+    sent as one graph key per epoch; each block returns its statistics;
+    a tree reduction sums them into the client's statistics object.
+
+    Parameters
+    ----------
+    threads : int or dict
+        From :func:`thread_plan`.
+    """
+
+    name = "dask"
+
+    def __init__(self, threads):
+        from ._backends import CpuBackend
+
+        self._cpu = CpuBackend()
+        self.threads = threads
+
+    def prepare(self, W, lam, n_iter, dtype):
+        return self._cpu.prepare(W, lam, n_iter, dtype)
+
+    def chunk_size(self, n_features, n_atoms, itemsize):
+        return self._cpu.chunk_size(n_features, n_atoms, itemsize)
+
+    def allocate(self, prepared, chunk_size):
+        return None  # each task allocates its own
+
+    def run_epoch(self, Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None):
+        from dask import delayed
+
+        if codes_out is not None:
+            raise NotImplementedError("the Dask backend keeps codes on the workers")
+        n_candidates = stats.n_candidates if stats is not None else 0
+        key = stats.key if stats is not None else None
+        prep = _as_key(prepared, "fastkds-dictionary")
+        parts = [
+            delayed(block_statistics, pure=False)(blk, prep, start, n_candidates, key, chunk_size, self.threads)
+            for blk, start, _ in _blocks(Y)
+        ]
+        total = tree_merge(parts).compute()
+        if stats is not None:
+            stats.merge(total)
+            return stats
+        return total
+
+
+# -- estimator entry points --------------------------------------------------
+
+
+def _check_device(est):
+    if est.device == "cuda":
+        raise ValueError(
+            "device='cuda' is not supported with a dask array: the workers run the CPU "
+            "kernels; use device='cpu' (or 'auto')"
+        )
+
+
+class _RowGatherer:
+    """A Dask array seen by :meth:`KDS._initial_dictionary` with
+    ``init="random"`` or an array: indexing gathers only the rows asked for."""
+
+    def __init__(self, Y):
+        self._Y = Y
+        self.shape = Y.shape
+        self.dtype = Y.dtype
+
+    def __getitem__(self, idx):
+        return _gather_rows(self._Y, idx)
+
+
+def _gather_rows(Y, idx):
+    """Rows ``idx`` (sorted) of a Dask array, in memory; refuses NaN/inf."""
+    rows = np.ascontiguousarray(Y[idx if isinstance(idx, slice) else np.asarray(idx)].compute())
+    if not np.isfinite(rows).all():
+        raise ValueError("Input X contains NaN or infinity")
+    return rows
+
+
+def fit_kds(est, X):
+    """:meth:`KDS.fit` on a Dask array (the in-memory fit's steps, see the
+    module docstring). Sets the fitted attributes of ``est`` and returns it."""
+    Y = check_dask_array(X)
+    _check_device(est)
+    est.n_features_in_ = Y.shape[1]
+    est.__dict__.pop("feature_names_in_", None)
+    return _fit_kds_validated(est, Y)
+
+
+def _fit_kds_validated(est, Y):
+    p = est._validated_params()
+    if p.get("solver", "exact") != "exact":
+        raise ValueError(
+            f"solver={p['solver']!r} trains on shuffled mini-batches in memory; with a dask "
+            "array use solver='exact', or compute the array first"
+        )
+    n, d = Y.shape
+    if n < p["n_atoms"]:
+        raise ValueError(
+            f"n_samples={n} is smaller than n_atoms={p['n_atoms']}: "
+            "KDS needs at least as many points as atoms"
+        )
+    rng = check_random_state(est.random_state)
+    est.__dict__.pop("_stream_state", None)
+    threads = thread_plan(est.n_jobs)
+    backend = DaskBackend(threads)
+    # The epochs read every block many times: keep them in the workers' memory.
+    # Unfused, so the user's annotations (retries=...) stay on the tasks.
+    Y = Y.persist(optimize_graph=False)
+    n_pre = est._presample_size(n)
+    if n_pre:
+        Y_first = _gather_rows(Y, np.sort(rng.choice(n, n_pre, replace=False)))
+    elif isinstance(est.init, str) and est.init == "k-means++" and n * d * Y.dtype.itemsize <= LOAD_WHOLE_BYTES:
+        Y_first = _gather_rows(Y, slice(None))  # small: seed on all points, as in memory
+    elif not (isinstance(est.init, str) and est.init == "k-means++"):
+        Y_first = _RowGatherer(Y)  # "random" gathers its m rows; an array init none
+    else:
+        # too large to gather: k-means++ on a random subsample seeds the atoms
+        size = min(n, max(20_000, 200 * p["n_atoms"]))
+        Y_first = _gather_rows(Y, np.sort(rng.choice(n, size, replace=False)))
+    W = est._initial_dictionary(Y_first, rng)
+    stages = [("subsample", Y_first, None), ("all points", Y, backend)] if n_pre else [("all points", Y, backend)]
+    from ._backends import CpuBackend
+
+    converged, epochs, history = False, 0, []
+    for label, data, stage_backend in stages:
+        stage_backend = stage_backend or CpuBackend()
+        bar, progress = est._progress_bar(f"KDS epochs ({label}, n={data.shape[0]:,})", p["max_epochs"])
+        try:
+            with numba_threads(est.n_jobs):
+                W, history, epochs, converged = fit_alternating(
+                    data,
+                    W,
+                    lam=p["lam"],
+                    n_iter=p["n_iter"],
+                    max_epochs=p["max_epochs"],
+                    tol=p["tol"],
+                    chunk_size=est._chunk_size(stage_backend, d),
+                    random_state=rng,
+                    backend=stage_backend,
+                    progress=progress,
+                )
+        finally:
+            if bar is not None:
+                bar.close()
+    if not converged and p["max_epochs"] > 1:
+        warnings.warn(
+            f"KDS did not converge in max_epochs={p['max_epochs']} epochs "
+            f"(tol={p['tol']}); increase max_epochs or tol",
+            ConvergenceWarning,
+        )
+    est.components_ = W.astype(Y.dtype)
+    est.step_ = PreparedDictionary(W, p["lam"], 1, np.float64).alpha_value
+    est.n_iter_ = epochs
+    est.objective_ = np.asarray(history)
+    return est
+
+
+def fit_clustering(est, X):
+    """:meth:`KDSClustering.fit` on a Dask array.
+
+    The dictionary as :func:`fit_kds`; then one block-wise pass keeps each
+    block's codes on the workers and reduces ``X^T X`` and ``s`` for the
+    spectral step; the embedding of each block comes to the client for
+    k-means (n x n_clusters numbers; the data and the codes stay put).
+    ``labels_`` and ``embedding_`` are Dask arrays chunked like ``X``.
+    """
+    import dask
+    import dask.array as da
+    from dask import delayed
+
+    from .estimators import KDS
+
+    k = est._check_n_clusters()
+    n_init = check_positive_int(est.n_init, "n_init")
+    min_component = check_nonneg_float(est.min_component, "min_component")
+    max_clusters = check_positive_int(est.max_clusters, "max_clusters")
+    Y = check_dask_array(X)
+    _check_device(est)
+    rng = check_random_state(est.random_state)
+    params = {name: getattr(est, name) for name in KDS._get_param_names() if hasattr(est, name)}
+    params["random_state"] = rng.randint(np.iinfo(np.int32).max)
+    kds = KDS(**params)
+    timings = {}
+    t0 = time.perf_counter()
+    Y = Y.persist(optimize_graph=False)
+    _fit_kds_validated(kds, Y)
+    kds.n_features_in_ = Y.shape[1]
+    timings["dictionary"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    threads = thread_plan(est.n_jobs)
+    model = _as_key(_lean_model(kds), "fastkds-model")
+    pairs = [
+        delayed(encode_block_with_statistics, pure=False)(model, blk, start, threads)
+        for blk, start, _ in _blocks(Y)
+    ]
+    pairs = dask.persist(*pairs)  # codes stay on the workers for the embedding
+    stats = tree_merge([delayed(operator.getitem)(p, 1) for p in pairs]).compute()
+    timings["encode"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    spectrum = BipartiteSpectrum(stats.XtX, stats.s, min_component=min_component, atoms=kds.components_)
+    n_clusters = spectrum.eigengap(max_clusters) if k is None else k
+    P = _as_key(spectrum.projection(n_clusters), "fastkds-projection")
+    blocks = [
+        da.from_delayed(
+            delayed(embed_block, pure=False)(delayed(operator.getitem)(p, 0), P),
+            shape=(rows, n_clusters),
+            dtype=np.float64,
+        )
+        for p, (_, _, rows) in zip(pairs, _blocks(Y))
+    ]
+    embedding = np.ascontiguousarray(da.concatenate(blocks, axis=0).compute())
+    del pairs
+    timings["embed"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    from sklearn.cluster import KMeans
+
+    kmeans = KMeans(n_clusters, n_init=n_init, random_state=rng.randint(np.iinfo(np.int32).max))
+    labels = kmeans.fit_predict(embedding)
+    timings["kmeans"] = time.perf_counter() - t0
+
+    est.n_features_in_ = Y.shape[1]
+    est.__dict__.pop("feature_names_in_", None)
+    est.labels_ = da.from_array(labels, chunks=(Y.chunks[0],))
+    est.kds_ = kds
+    est.kmeans_ = kmeans
+    est.spectrum_ = spectrum
+    est.components_ = kds.components_
+    est.embedding_ = da.from_array(embedding, chunks=(Y.chunks[0], n_clusters))
+    est.eigenvalues_ = spectrum.eigenvalues
+    est.n_clusters_ = n_clusters
+    est.timings_ = timings
+    return est
+
+
+def transform_kds(est, X, out=None):
+    """:meth:`KDS.transform` on a Dask array: a lazy Dask array of
+    ``scipy.sparse.csr_array`` blocks (n x n_atoms, chunked like ``X``).
+    ``.compute()`` joins them into one CSR array."""
+    import dask.array as da
+    from dask import delayed
+
+    if out is not None:
+        raise ValueError(
+            "out= writes in-memory codes to a folder; for a dask array the codes are a "
+            "dask array already (store its blocks with dask, e.g. to_delayed())"
+        )
+    Y = check_dask_array(X, est.n_features_in_, est)
+    model = _as_key(_lean_model(est), "fastkds-model")
+    threads = thread_plan(est.n_jobs)
+    meta = sp.csr_array((0, est.n_atoms), dtype=Y.dtype)
+    blocks = [
+        da.from_delayed(
+            delayed(encode_block, pure=False)(model, blk, start, threads),
+            shape=(rows, est.n_atoms),
+            dtype=Y.dtype,
+            meta=meta,
+        )
+        for blk, start, rows in _blocks(Y)
+    ]
+    return da.concatenate(blocks, axis=0)
+
+
+def score_kds(est, X):
+    """:meth:`KDS.score` on a Dask array (objective sums reduced, computed now)."""
+    from dask import delayed
+
+    Y = check_dask_array(X, est.n_features_in_, est)
+    model = _as_key(_lean_model(est), "fastkds-model")
+    threads = thread_plan(est.n_jobs)
+    parts = [delayed(score_block, pure=False)(model, blk, start, threads) for blk, start, _ in _blocks(Y)]
+    return -tree_merge(parts).compute().mean_objective
+
+
+def _map_model(est, X, func, n_cols, dtype):
+    import dask.array as da
+    from dask import delayed
+
+    Y = check_dask_array(X, est.n_features_in_, est)
+    model = _as_key(_lean_model(est), "fastkds-model")
+    threads = thread_plan(est.n_jobs)
+    blocks = [
+        da.from_delayed(
+            delayed(func, pure=False)(model, blk, threads),
+            shape=(rows,) if n_cols is None else (rows, n_cols),
+            dtype=dtype,
+        )
+        for blk, _, rows in _blocks(Y)
+    ]
+    return da.concatenate(blocks, axis=0)
+
+
+def transform_clustering(est, X):
+    """:meth:`KDSClustering.transform` on a Dask array: lazy, block-wise."""
+    return _map_model(est, X, transform_block, est.n_clusters_, np.float64)
+
+
+def predict_clustering(est, X):
+    """:meth:`KDSClustering.predict` on a Dask array: lazy labels, block-wise."""
+    return _map_model(est, X, predict_block, None, np.int32)
