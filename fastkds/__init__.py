@@ -10,19 +10,22 @@ KDS, KDSClustering
     scikit-learn estimators.
 sparse_encode, project_simplex
     The encoder and the simplex projection as functions.
-make_moons, make_circles, load_mnist
-    The paper's data.
+make_moons, make_circles, load_mnist, load_yaleb, load_salinas_a
+    The paper's data (generated, or read from files; never downloaded).
 clustering_accuracy
     Accuracy under the best matching of cluster labels to classes.
 load
     Read a model written by ``KDS.save`` or ``KDSClustering.save``.
+warmup
+    Compile (or load from cache) every kernel before timing-sensitive work.
 """
 
-from .datasets import load_mnist, make_circles, make_moons
+from .datasets import load_mnist, load_salinas_a, load_yaleb, make_circles, make_moons
 from .encoding import project_simplex, sparse_encode
 from .estimators import KDS, KDSClustering
 from .metrics import clustering_accuracy
 from .persistence import load
+from .warmup import warmup
 
 __version__ = "0.1.0"
 
@@ -34,7 +37,10 @@ __all__ = [
     "make_moons",
     "make_circles",
     "load_mnist",
+    "load_yaleb",
+    "load_salinas_a",
     "clustering_accuracy",
     "load",
+    "warmup",
     "__version__",
 ]
