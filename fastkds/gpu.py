@@ -111,6 +111,10 @@ BUFFER_SETS = 3
 #: thread encoder below). Chosen by measurement: see docs/gpu.md.
 WARP_MIN_ATOMS = 1
 
+#: The warp encoder keeps a lane's candidate flags in the bits of one int64:
+#: at most 64 atoms per lane.
+WARP_MAX_ATOMS = 64 * 32
+
 KERNELS = ("auto", "warp", "thread")
 
 
@@ -1091,7 +1095,9 @@ def _resolve_kernel(kernel, n_atoms):
     if kernel not in KERNELS:
         raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
     if kernel == "auto":
-        return "warp" if n_atoms >= WARP_MIN_ATOMS else "thread"
+        return "warp" if WARP_MIN_ATOMS <= n_atoms <= WARP_MAX_ATOMS else "thread"
+    if kernel == "warp" and n_atoms > WARP_MAX_ATOMS:
+        raise ValueError(f'kernel="warp" takes at most {WARP_MAX_ATOMS} atoms, got {n_atoms}: use "thread"')
     return kernel
 
 
@@ -1112,7 +1118,8 @@ class CudaPreparedDictionary:
     dtype : numpy dtype, float32 or float64
     kernel : {"auto", "warp", "thread"}, default="auto"
         Encoder: one point per warp or one point per thread. "auto" takes the
-        warp encoder from :data:`WARP_MIN_ATOMS` atoms on.
+        warp encoder from :data:`WARP_MIN_ATOMS` up to :data:`WARP_MAX_ATOMS`
+        atoms (its limit), the thread encoder otherwise.
     threads_per_block : int, default=ENCODE_THREADS
         Thread encoder's block size.
     scratch_budget : int, default=SCRATCH_BUDGET

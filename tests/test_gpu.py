@@ -156,6 +156,11 @@ def test_wrong_input_is_refused():
         gpu.encode_csr_cuda(np.zeros((4, 3)), prepared, 4)
     with pytest.raises(ValueError, match="kernel must be one of"):
         gpu.CudaPreparedDictionary(W, 1.0, 5, np.float64, kernel="block")
+    # beyond 64 atoms per lane: "auto" takes the thread encoder, "warp" refuses
+    assert gpu._resolve_kernel("auto", gpu.WARP_MAX_ATOMS) == "warp"
+    assert gpu._resolve_kernel("auto", gpu.WARP_MAX_ATOMS + 1) == "thread"
+    with pytest.raises(ValueError, match="at most 2048 atoms"):
+        gpu._resolve_kernel("warp", gpu.WARP_MAX_ATOMS + 1)
 
 
 # --------------------------------------------------------------------------
