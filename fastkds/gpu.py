@@ -27,6 +27,9 @@ How threads map to work
   ``z_k`` with a shuffle and reads row k of ``G`` coalesced. ``B = Y W^T`` and
   ``||y||^2`` are formed in the kernel from Y and ``W^T`` (padded to 32 R
   columns with zeros), so nothing of size n x m is written besides the codes.
+  At most :data:`WARP_MAX_ATOMS` atoms. numba's CUDA simulator has no
+  shuffles or ballots: under it this module defines stand-ins, a barrier per
+  simulated warp.
 - Thread encoder (:func:`_encode_kernel`, ``kernel="thread"``): one point per
   thread, grid-stride loop, on ``Bt = (Y W^T)^T`` (m x n) and ``yy`` formed by
   :func:`_bt_kernel` and :func:`_sqnorm_kernel`. ``cuda.local.array`` needs a
