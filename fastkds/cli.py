@@ -1,4 +1,4 @@
-"""Command line: ``fastkds demo`` and ``fastkds cluster``."""
+"""Command line: ``fastkds demo``, ``fastkds cluster`` and ``fastkds paper``."""
 
 import argparse
 import os
@@ -173,7 +173,20 @@ def build_parser():
     cluster.add_argument("-o", "--output", required=True, help="where to write the labels (.npy)")
     _add_model_options(cluster, atoms=24, lam=1.0, n_iter=50, epochs=100)
     cluster.set_defaults(func=_cluster)
+
+    from . import experiments
+
+    paper = sub.add_parser("paper", help="reproduce the paper's clustering experiments (a table, optional figures)")
+    experiments.add_arguments(paper)
+    paper.set_defaults(func=_paper)
     return parser
+
+
+def _paper(args):
+    from .experiments import run
+
+    run(args)
+    return 0
 
 
 def main(argv=None):

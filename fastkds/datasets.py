@@ -1,6 +1,10 @@
-"""The paper's data: noisy two moons, concentric circles, and an MNIST loader.
+"""The paper's data: noisy two moons, concentric circles, and loaders for
+MNIST (IDX files), Extended Yale B (folders of PGM images) and Salinas-A
+(MATLAB ``.mat`` files).
 
 Nothing is downloaded: generated data are seeded, files are read from a path.
+A missing file raises :class:`FileNotFoundError` naming it; a malformed one
+raises :class:`ValueError` naming the file and what is wrong with it.
 """
 
 import gzip
@@ -15,6 +19,13 @@ from ._validation import check_nonneg_float, check_positive_int
 
 #: The MNIST-5 digits of the paper (after Elhamifar and Vidal).
 MNIST5_DIGITS = (0, 3, 4, 6, 7)
+
+#: The two subjects of the paper's "Yale B, 2 faces" experiment.
+YALEB_SUBJECTS = ("yaleB05", "yaleB09")
+
+#: Salinas-A bands absorbed by water vapour (0-based; 1-based 108-112,
+#: 154-167 and 224), which the paper's copy of the scene had removed.
+SALINAS_WATER_BANDS = tuple(range(107, 112)) + tuple(range(153, 167)) + (223,)
 
 
 def make_moons(n_samples=5000, *, noise=0.1, random_state=None):
@@ -144,3 +155,224 @@ def load_mnist(path, *, split="t10k", digits=MNIST5_DIGITS, unit_norm=True):
         norms = np.linalg.norm(Y, axis=1, keepdims=True)
         Y /= np.where(norms > 0, norms, 1.0)
     return Y, labels.astype(np.int64)
+
+
+# -- PGM images (Extended Yale B) ------------------------------------------------
+
+
+def read_pgm(path):
+    """Read one binary (P5) or plain (P2) PGM greyscale image.
+
+    Parameters
+    ----------
+    path : str or path-like
+
+    Returns
+    -------
+    image : ndarray of shape (height, width)
+        uint8 when the header's maxval is below 256, else uint16.
+    maxval : int
+        The header's maximum grey value.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"PGM file not found: {path}")
+    with open(path, "rb") as f:
+        raw = f.read()
+    # Header: magic, width, height, maxval, separated by whitespace, with
+    # '#' comments to the end of a line; one whitespace byte ends it.
+    tokens, pos = [], 0
+    while len(tokens) < 4:
+        while pos < len(raw) and raw[pos : pos + 1].isspace():
+            pos += 1
+        if pos < len(raw) and raw[pos : pos + 1] == b"#":
+            end = raw.find(b"\n", pos)
+            pos = len(raw) if end < 0 else end + 1
+            continue
+        start = pos
+        while pos < len(raw) and not raw[pos : pos + 1].isspace() and raw[pos : pos + 1] != b"#":
+            pos += 1
+        if start == pos:
+            raise ValueError(f"{path}: file too short for a PGM header")
+        tokens.append(raw[start:pos])
+        if len(tokens) == 1 and tokens[0] not in (b"P5", b"P2"):
+            raise ValueError(
+                f"{path}: not a greyscale PGM image (magic {tokens[0][:8]!r}, expected b'P5' or b'P2')"
+            )
+    magic = tokens[0]
+    try:
+        width, height, maxval = (int(t) for t in tokens[1:])
+    except ValueError:
+        raise ValueError(f"{path}: malformed PGM header {b' '.join(tokens)!r}") from None
+    if width < 1 or height < 1 or not 0 < maxval < 65536:
+        raise ValueError(f"{path}: bad PGM header: width {width}, height {height}, maxval {maxval}")
+    if pos >= len(raw) or not raw[pos : pos + 1].isspace():
+        raise ValueError(f"{path}: PGM header is not followed by whitespace and pixel data")
+    body = raw[pos + 1 :]
+    if magic == b"P2":
+        try:
+            values = np.array(body.split(), dtype=np.int64)
+        except ValueError:
+            raise ValueError(f"{path}: non-numeric pixel values in a plain PGM") from None
+        if values.size != width * height:
+            raise ValueError(f"{path}: {values.size} pixel values, header promises {width * height}")
+        if values.size and (values.min() < 0 or values.max() > maxval):
+            raise ValueError(f"{path}: pixel values outside [0, {maxval}]")
+        dtype = np.uint8 if maxval < 256 else np.uint16
+        return values.astype(dtype).reshape(height, width), maxval
+    dtype = np.dtype(np.uint8) if maxval < 256 else np.dtype(">u2")
+    expected = width * height * dtype.itemsize
+    if len(body) != expected:
+        raise ValueError(f"{path}: {len(body)} pixel bytes, header promises {expected}")
+    image = np.frombuffer(body, dtype=dtype).reshape(height, width)
+    if image.max(initial=0) > maxval:
+        raise ValueError(f"{path}: pixel values above maxval {maxval}")
+    return image.astype(np.uint8 if maxval < 256 else np.uint16), maxval
+
+
+def load_yaleb(path, *, subjects=YALEB_SUBJECTS, unit_norm=False, include_ambient=False):
+    """Load cropped Extended Yale B faces from one folder of PGM images per subject.
+
+    The paper's "Yale B, 2 faces": subjects ``yaleB05`` and ``yaleB09``, 64
+    illumination conditions each, 192 x 168 pixels (d = 32256).
+
+    Parameters
+    ----------
+    path : str or path-like
+        Folder holding one sub-folder of ``.pgm`` files per subject, e.g.
+        ``shared/data/yaleb``.
+    subjects : sequence of str or None, default=("yaleB05", "yaleB09")
+        Sub-folders to read, in this order; ``None`` reads every sub-folder
+        that holds ``.pgm`` files, sorted by name.
+    unit_norm : bool, default=False
+        Scale each image vector to unit Euclidean norm.
+    include_ambient : bool, default=False
+        Also read the ``*_Ambient.pgm`` image (no directed light) that the
+        cropped database ships with each subject.
+
+    Returns
+    -------
+    Y : ndarray of shape (n, height * width), float64
+        Pixels scaled to [0, 1] (by the header's maxval), images in file-name
+        order within each subject.
+    labels : ndarray of shape (n,), int64
+        Index of the subject in ``subjects``.
+    """
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"Yale B folder not found: {path}")
+    if subjects is None:
+        subjects = sorted(
+            e for e in os.listdir(path)
+            if os.path.isdir(os.path.join(path, e))
+            and any(f.lower().endswith(".pgm") for f in os.listdir(os.path.join(path, e)))
+        )
+        if not subjects:
+            raise FileNotFoundError(f"no sub-folder of .pgm images in {path}")
+    elif isinstance(subjects, (str, bytes)):
+        raise TypeError(f"subjects must be a sequence of folder names, got the string {subjects!r}")
+    rows, labels, shape = [], [], None
+    for label, subject in enumerate(subjects):
+        folder = os.path.join(path, subject)
+        if not os.path.isdir(folder):
+            raise FileNotFoundError(f"Yale B subject folder not found: {folder}")
+        names = sorted(
+            f for f in os.listdir(folder)
+            if f.lower().endswith(".pgm") and (include_ambient or "ambient" not in f.lower())
+        )
+        if not names:
+            raise FileNotFoundError(f"no .pgm images in {folder}")
+        for name in names:
+            image, maxval = read_pgm(os.path.join(folder, name))
+            if shape is None:
+                shape = image.shape
+            elif image.shape != shape:
+                raise ValueError(
+                    f"{os.path.join(folder, name)}: image is {image.shape[0]} x {image.shape[1]}, "
+                    f"the first image read was {shape[0]} x {shape[1]}"
+                )
+            rows.append(image.reshape(-1).astype(np.float64) / maxval)
+            labels.append(label)
+    Y = np.stack(rows)
+    if unit_norm:
+        norms = np.linalg.norm(Y, axis=1, keepdims=True)
+        Y /= np.where(norms > 0, norms, 1.0)
+    return Y, np.asarray(labels, dtype=np.int64)
+
+
+# -- MATLAB files (Salinas-A) ------------------------------------------------------
+
+
+def _loadmat_array(path, key):
+    """The array stored under ``key`` in a MATLAB file, with clear errors."""
+    from scipy.io import loadmat
+
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"MATLAB file not found: {path}")
+    try:
+        contents = loadmat(path)
+    except Exception as exc:  # scipy raises several types for a corrupt file
+        raise ValueError(f"{path}: cannot read it as a MATLAB .mat file ({type(exc).__name__}: {exc})") from exc
+    if key not in contents:
+        found = sorted(k for k in contents if not k.startswith("__"))
+        raise ValueError(f"{path}: no variable {key!r} in the file (found {found})")
+    value = contents[key]
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "iuf":
+        raise ValueError(f"{path}: variable {key!r} is not a numeric array")
+    return value
+
+
+def load_salinas_a(path, *, labelled_only=True, drop_water_bands=False, unit_norm=False):
+    """Load the Salinas-A hyperspectral scene (AVIRIS) and its ground truth.
+
+    Reads ``SalinasA.mat`` (variable ``salinasA``, an 83 x 86 x 224 cube)
+    and ``SalinasA_gt.mat`` (variable ``salinasA_gt``, 83 x 86 labels, 0 =
+    unlabelled). The paper clusters the labelled pixels into its 6 crop
+    classes (5348 pixels in this copy of the scene).
+
+    Parameters
+    ----------
+    path : str or path-like
+        Folder holding the two files, e.g. ``shared/data/salinasA``.
+    labelled_only : bool, default=True
+        Keep only pixels with a nonzero label; otherwise return every pixel
+        (label 0 included), in row-major order.
+    drop_water_bands : bool, default=False
+        Remove the 20 water-absorption bands (``SALINAS_WATER_BANDS``), as in
+        the paper's copy (204 bands).
+    unit_norm : bool, default=False
+        Scale each pixel's spectrum to unit Euclidean norm.
+
+    Returns
+    -------
+    Y : ndarray of shape (n, n_bands), float64
+        Raw radiance values, one pixel per row.
+    labels : ndarray of shape (n,), int64
+        Ground-truth class codes (1, 10, 11, 12, 13, 14 in this scene).
+    """
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"Salinas-A folder not found: {path}")
+    cube = _loadmat_array(os.path.join(path, "SalinasA.mat"), "salinasA")
+    gt = _loadmat_array(os.path.join(path, "SalinasA_gt.mat"), "salinasA_gt")
+    if cube.ndim != 3:
+        raise ValueError(f"{os.path.join(path, 'SalinasA.mat')}: expected a 3-D cube, got shape {cube.shape}")
+    if gt.shape != cube.shape[:2]:
+        raise ValueError(f"ground truth is {gt.shape}, but the image is {cube.shape[:2]} pixels")
+    if gt.dtype.kind == "f" and not np.all(gt == np.round(gt)):
+        raise ValueError("ground-truth labels are not integers")
+    Y = cube.reshape(-1, cube.shape[2]).astype(np.float64)
+    labels = gt.reshape(-1).astype(np.int64)
+    if not np.all(np.isfinite(Y)):
+        raise ValueError(f"{os.path.join(path, 'SalinasA.mat')}: the cube holds NaN or infinite values")
+    if drop_water_bands:
+        if cube.shape[2] != 224:
+            raise ValueError(f"drop_water_bands needs the 224-band cube, this one has {cube.shape[2]} bands")
+        Y = np.delete(Y, SALINAS_WATER_BANDS, axis=1)
+    if labelled_only:
+        keep = labels != 0
+        Y, labels = Y[keep], labels[keep]
+    if unit_norm:
+        norms = np.linalg.norm(Y, axis=1, keepdims=True)
+        Y /= np.where(norms > 0, norms, 1.0)
+    return np.ascontiguousarray(Y), labels

@@ -1,5 +1,8 @@
-"""Tests of the paper's data sets (:mod:`fastkds.datasets`) and of
-:func:`fastkds.clustering_accuracy`."""
+"""Tests of the paper's data sets (:mod:`fastkds.datasets`: generators and the
+IDX, PGM and .mat loaders) and of :func:`fastkds.clustering_accuracy`.
+
+Malformed and missing files are generated in ``tmp_path``; the real data in
+``../shared/data`` are checked when present, else those tests skip."""
 
 import gzip
 import struct
@@ -10,7 +13,13 @@ import pytest
 import sklearn.datasets
 
 from fastkds import clustering_accuracy, load_mnist, make_circles, make_moons
-from fastkds.datasets import MNIST5_DIGITS
+from fastkds.datasets import (
+    MNIST5_DIGITS,
+    SALINAS_WATER_BANDS,
+    load_salinas_a,
+    load_yaleb,
+    read_pgm,
+)
 
 MNIST_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "mnist"
 
@@ -349,3 +358,259 @@ def test_accuracy_errors():
         clustering_accuracy([0, 1, 1], [0, 1])
     with pytest.raises(ValueError, match="empty"):
         clustering_accuracy([], [])
+
+
+# -- read_pgm / load_yaleb: synthetic PGM files ---------------------------------------
+
+YALEB_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "yaleb"
+SALINAS_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "salinasA"
+
+
+def _pgm_bytes(image, maxval=255, comment=None, plain=False):
+    h, w = image.shape
+    header = b"P2\n" if plain else b"P5\n"
+    if comment:
+        header += b"# " + comment + b"\n"
+    header += f"{w} {h}\n{maxval}\n".encode()
+    if plain:
+        return header + " ".join(str(int(v)) for v in image.ravel()).encode() + b"\n"
+    dtype = np.uint8 if maxval < 256 else ">u2"
+    return header + image.astype(dtype).tobytes()
+
+
+def test_read_pgm_binary_8bit(tmp_path):
+    rng = np.random.default_rng(0)
+    image = rng.integers(0, 256, size=(7, 5), dtype=np.uint8)
+    image[0, 0] = 10  # a first pixel equal to b"\n" must stay a pixel, not header whitespace
+    image[0, 1] = 32  # and b" "
+    path = tmp_path / "a.pgm"
+    path.write_bytes(_pgm_bytes(image, comment=b"made by a test"))
+    out, maxval = read_pgm(path)
+    assert maxval == 255 and out.dtype == np.uint8
+    np.testing.assert_array_equal(out, image)
+
+
+def test_read_pgm_binary_16bit_and_plain(tmp_path):
+    image = np.arange(12, dtype=np.uint16).reshape(3, 4) * 5000
+    (tmp_path / "b.pgm").write_bytes(_pgm_bytes(image, maxval=65535))
+    out, maxval = read_pgm(tmp_path / "b.pgm")
+    assert maxval == 65535 and out.dtype == np.uint16
+    np.testing.assert_array_equal(out, image)
+    small = np.array([[0, 1, 2], [3, 4, 15]])
+    (tmp_path / "c.pgm").write_bytes(_pgm_bytes(small, maxval=15, plain=True))
+    out, maxval = read_pgm(str(tmp_path / "c.pgm"))
+    assert maxval == 15
+    np.testing.assert_array_equal(out, small)
+
+
+@pytest.mark.parametrize(
+    "data, match",
+    [
+        (b"", "too short"),
+        (b"P5\n4 4\n", "too short"),
+        (b"P6\n1 1\n255\n\x00\x00\x00", "not a greyscale PGM"),
+        (b"GIF89a garbage", "not a greyscale PGM"),
+        (b"P5\n4 x\n255\n" + bytes(16), "malformed PGM header"),
+        (b"P5\n0 4\n255\n", "bad PGM header"),
+        (b"P5\n2 2\n0\n" + bytes(4), "bad PGM header"),
+        (b"P5\n4 4\n255\n" + bytes(15), "header promises 16"),
+        (b"P5\n4 4\n255\n" + bytes(17), "header promises 16"),
+        (b"P5\n2 2\n100\n" + bytes([0, 1, 2, 200]), "above maxval"),
+        (b"P2\n2 2\n9\n1 2 3\n", "header promises 4"),
+        (b"P2\n2 2\n9\n1 2 3 x\n", "non-numeric"),
+        (b"P2\n2 2\n9\n1 2 3 10\n", "outside"),
+    ],
+)
+def test_read_pgm_malformed(tmp_path, data, match):
+    path = tmp_path / "bad.pgm"
+    path.write_bytes(data)
+    with pytest.raises(ValueError, match=match) as excinfo:
+        read_pgm(path)
+    assert "bad.pgm" in str(excinfo.value)
+
+
+def test_read_pgm_missing(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nothere.pgm"):
+        read_pgm(tmp_path / "nothere.pgm")
+
+
+@pytest.fixture
+def tiny_yaleb(tmp_path):
+    """Two subjects of three 6 x 4 images, plus an ambient image each."""
+    rng = np.random.default_rng(1)
+    images = {}
+    for subject in ("yaleB05", "yaleB09"):
+        folder = tmp_path / subject
+        folder.mkdir()
+        for name in ("P00A+000E+00", "P00A+010E-20", "P00A-005E+10", "P00_Ambient"):
+            image = rng.integers(0, 256, size=(6, 4), dtype=np.uint8)
+            (folder / f"{subject}_{name}.pgm").write_bytes(_pgm_bytes(image))
+            images[(subject, name)] = image
+    (tmp_path / "README.txt").write_text("not a subject")
+    return tmp_path, images
+
+
+def test_load_yaleb_synthetic(tiny_yaleb):
+    root, images = tiny_yaleb
+    Y, labels = load_yaleb(root)
+    assert Y.shape == (6, 24) and Y.dtype == np.float64
+    np.testing.assert_array_equal(labels, [0, 0, 0, 1, 1, 1])
+    # File-name order within a subject; pixels scaled by maxval; no ambient image.
+    expected = [images[("yaleB05", n)] for n in ("P00A+000E+00", "P00A+010E-20", "P00A-005E+10")]
+    np.testing.assert_allclose(Y[:3], np.stack(expected).reshape(3, 24) / 255.0)
+
+    Y2, labels2 = load_yaleb(root, subjects=["yaleB09", "yaleB05"], include_ambient=True, unit_norm=True)
+    assert Y2.shape == (8, 24)
+    np.testing.assert_array_equal(labels2, [0] * 4 + [1] * 4)
+    np.testing.assert_allclose(np.linalg.norm(Y2, axis=1), 1.0, atol=1e-12)
+    # Discovery: every sub-folder with .pgm files, sorted.
+    Y3, labels3 = load_yaleb(root, subjects=None)
+    np.testing.assert_array_equal(Y3, Y)
+    np.testing.assert_array_equal(labels3, labels)
+
+
+def test_load_yaleb_errors(tiny_yaleb, tmp_path_factory):
+    root, _ = tiny_yaleb
+    with pytest.raises(FileNotFoundError, match="Yale B folder not found"):
+        load_yaleb(root / "nowhere")
+    with pytest.raises(FileNotFoundError, match="yaleB99"):
+        load_yaleb(root, subjects=["yaleB05", "yaleB99"])
+    with pytest.raises(TypeError, match="subjects"):
+        load_yaleb(root, subjects="yaleB05")
+    (root / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no .pgm images"):
+        load_yaleb(root, subjects=["empty"])
+    with pytest.raises(FileNotFoundError, match="no sub-folder"):
+        load_yaleb(tmp_path_factory.mktemp("nofaces"), subjects=None)
+    # One image of another size.
+    odd = np.zeros((5, 4), np.uint8)
+    (root / "yaleB09" / "yaleB09_P00A+000E+00.pgm").write_bytes(_pgm_bytes(odd))
+    with pytest.raises(ValueError, match="5 x 4"):
+        load_yaleb(root)
+    # A truncated image names its file.
+    (root / "yaleB09" / "yaleB09_P00A+000E+00.pgm").write_bytes(b"P5\n4 6\n255\n" + bytes(5))
+    with pytest.raises(ValueError, match="yaleB09_P00A\\+000E\\+00.pgm"):
+        load_yaleb(root)
+
+
+# -- load_yaleb: the real files --------------------------------------------------------
+
+
+@pytest.mark.skipif(not YALEB_DIR.is_dir(), reason=f"Yale B data not found at {YALEB_DIR}")
+def test_load_yaleb_real():
+    Y, labels = load_yaleb(YALEB_DIR)
+    assert Y.shape == (128, 192 * 168)
+    np.testing.assert_array_equal(np.bincount(labels), [64, 64])
+    assert 0.0 <= Y.min() and Y.max() <= 1.0
+    # Independently: the data README's recipe (skip the text header, read w*h bytes).
+    first = sorted((YALEB_DIR / "yaleB05").glob("*.pgm"))[0]
+    raw = first.read_bytes()
+    assert raw.startswith(b"P5\n168 192\n255\n")
+    pixels = np.frombuffer(raw[-192 * 168 :], dtype=np.uint8)
+    np.testing.assert_array_equal(Y[0], pixels / 255.0)
+
+
+# -- load_salinas_a: synthetic .mat files -----------------------------------------------
+
+
+def _write_salinas(folder, cube, gt, *, cube_key="salinasA", gt_key="salinasA_gt"):
+    from scipy.io import savemat
+
+    folder.mkdir(parents=True, exist_ok=True)
+    savemat(folder / "SalinasA.mat", {cube_key: cube})
+    savemat(folder / "SalinasA_gt.mat", {gt_key: gt})
+
+
+@pytest.fixture
+def tiny_salinas(tmp_path):
+    rng = np.random.default_rng(2)
+    cube = rng.integers(-10, 9000, size=(4, 5, 224)).astype(np.int16)
+    gt = np.array([[0, 1, 1, 10, 10], [0, 0, 11, 11, 12], [13, 13, 14, 14, 0], [1, 10, 0, 12, 14]], np.uint8)
+    _write_salinas(tmp_path / "salinasA", cube, gt)
+    return tmp_path / "salinasA", cube, gt
+
+
+def test_load_salinas_a_synthetic(tiny_salinas):
+    folder, cube, gt = tiny_salinas
+    Y, labels = load_salinas_a(folder)
+    keep = gt.ravel() != 0
+    assert Y.shape == (keep.sum(), 224) and Y.dtype == np.float64
+    np.testing.assert_array_equal(Y, cube.reshape(20, 224)[keep])
+    np.testing.assert_array_equal(labels, gt.ravel()[keep])
+
+    Y_all, labels_all = load_salinas_a(str(folder), labelled_only=False, drop_water_bands=True)
+    assert Y_all.shape == (20, 204)
+    np.testing.assert_array_equal(labels_all, gt.ravel())
+    kept_bands = [b for b in range(224) if b not in SALINAS_WATER_BANDS]
+    np.testing.assert_array_equal(Y_all, cube.reshape(20, 224)[:, kept_bands])
+    # 1-based bands 108-112, 154-167 and 224 (shared/data/README.md).
+    assert sorted(b + 1 for b in SALINAS_WATER_BANDS) == list(range(108, 113)) + list(range(154, 168)) + [224]
+
+    Y_unit, _ = load_salinas_a(folder, unit_norm=True)
+    np.testing.assert_allclose(np.linalg.norm(Y_unit, axis=1), 1.0, atol=1e-12)
+
+
+def test_load_salinas_a_missing(tmp_path, tiny_salinas):
+    folder, cube, gt = tiny_salinas
+    with pytest.raises(FileNotFoundError, match="Salinas-A folder not found"):
+        load_salinas_a(tmp_path / "nowhere")
+    (folder / "SalinasA_gt.mat").unlink()
+    with pytest.raises(FileNotFoundError, match="SalinasA_gt.mat"):
+        load_salinas_a(folder)
+
+
+def test_load_salinas_a_malformed(tmp_path):
+    cube = np.zeros((4, 5, 224), np.int16)
+    gt = np.ones((4, 5), np.uint8)
+    # Not a MATLAB file at all.
+    _write_salinas(tmp_path / "a", cube, gt)
+    (tmp_path / "a" / "SalinasA.mat").write_bytes(b"this is not a MATLAB file" * 20)
+    with pytest.raises(ValueError, match="SalinasA.mat: cannot read"):
+        load_salinas_a(tmp_path / "a")
+    # A truncated one.
+    _write_salinas(tmp_path / "b", cube, gt)
+    path = tmp_path / "b" / "SalinasA.mat"
+    path.write_bytes(path.read_bytes()[:300])
+    with pytest.raises(ValueError, match="SalinasA.mat"):
+        load_salinas_a(tmp_path / "b")
+    # The wrong variable name.
+    _write_salinas(tmp_path / "c", cube, gt, cube_key="salinas")
+    with pytest.raises(ValueError, match="no variable 'salinasA'.*salinas"):
+        load_salinas_a(tmp_path / "c")
+    # Ground truth of another size.
+    _write_salinas(tmp_path / "d", cube, np.ones((4, 6), np.uint8))
+    with pytest.raises(ValueError, match="ground truth"):
+        load_salinas_a(tmp_path / "d")
+    # A 2-D "cube".
+    _write_salinas(tmp_path / "e", np.zeros((20, 224)), gt)
+    with pytest.raises(ValueError, match="3-D cube"):
+        load_salinas_a(tmp_path / "e")
+    # Non-numeric content.
+    _write_salinas(tmp_path / "f", np.array(["abc"]), gt)
+    with pytest.raises(ValueError, match="not a numeric array"):
+        load_salinas_a(tmp_path / "f")
+    # NaN in the cube; water bands asked of a cube without 224 bands.
+    bad = np.zeros((4, 5, 224))
+    bad[1, 1, 3] = np.nan
+    _write_salinas(tmp_path / "g", bad, gt)
+    with pytest.raises(ValueError, match="NaN"):
+        load_salinas_a(tmp_path / "g")
+    _write_salinas(tmp_path / "h", np.zeros((4, 5, 204)), gt)
+    with pytest.raises(ValueError, match="224-band"):
+        load_salinas_a(tmp_path / "h", drop_water_bands=True)
+
+
+# -- load_salinas_a: the real files ------------------------------------------------------
+
+
+@pytest.mark.skipif(not SALINAS_DIR.is_dir(), reason=f"Salinas-A data not found at {SALINAS_DIR}")
+def test_load_salinas_a_real():
+    Y, labels = load_salinas_a(SALINAS_DIR)
+    assert Y.shape == (5348, 224)
+    classes, counts = np.unique(labels, return_counts=True)
+    # Class counts from shared/data/README.md.
+    assert dict(zip(classes.tolist(), counts.tolist())) == {1: 391, 10: 1343, 11: 616, 12: 1525, 13: 674, 14: 799}
+    Y_all, labels_all = load_salinas_a(SALINAS_DIR, labelled_only=False)
+    assert Y_all.shape == (83 * 86, 224)
+    assert np.sum(labels_all == 0) == 1790
+    np.testing.assert_array_equal(Y_all[labels_all != 0], Y)

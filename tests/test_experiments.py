@@ -1,0 +1,212 @@
+"""Tests of the experiments runner (:mod:`fastkds.experiments`, ``fastkds
+paper``) in its ``--quick`` mode, and of the figures (:mod:`fastkds.plotting`).
+
+The quick mode fits tiny versions of every experiment, so the accuracies are
+only checked to be sane; the real numbers come from the full run
+(docs/experiments.md).
+"""
+
+import io
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fastkds import experiments, make_moons
+from fastkds.cli import main as cli_main
+from fastkds.experiments import (
+    NAMES,
+    CirclesGrid,
+    add_arguments,
+    find_data_dir,
+    format_table,
+    moons_bayes_labels,
+    run,
+)
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+REAL = {"mnist5": "mnist", "yaleb": "yaleb", "salinas": "salinasA"}
+
+
+def _args(argv):
+    import argparse
+
+    return add_arguments(argparse.ArgumentParser()).parse_args(argv)
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    """One in-process ``--quick`` run of everything, with figures if matplotlib is there."""
+    figures = None
+    try:
+        import matplotlib  # noqa: F401
+
+        figures = str(tmp_path_factory.mktemp("figures"))
+    except ImportError:
+        pass
+    out = io.StringIO()
+    argv = ["--quick"] + (["--figures", figures] if figures else [])
+    if DATA.is_dir():
+        argv += ["--data", str(DATA)]
+    rows, grid = run(_args(argv), out=out)
+    return rows, grid, out.getvalue(), figures
+
+
+def _table_rows(text):
+    """Rows of the printed Markdown table, by dataset title."""
+    rows = {}
+    for line in text.splitlines():
+        if line.startswith("| ") and not line.startswith("| dataset") and not line.startswith("| m \\"):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            rows[cells[0]] = cells
+    return rows
+
+
+def test_quick_run_prints_every_row(quick_run):
+    rows, grid, text, _ = quick_run
+    assert [r.exp.name for r in rows] == ["moons", "mnist5", "yaleb", "salinas"]
+    table = _table_rows(text)
+    titles = [r.exp.title for r in rows]
+    assert all(t in table for t in titles), text
+    assert any(t.startswith("circles, delta=") for t in table), text
+    for r in rows:
+        cells = table[r.exp.title]
+        # The paper's KDS figure sits beside every row.
+        assert cells[11] == f"{experiments.PAPER[r.exp.name]['kds']:.3f}"
+        if r.exp.name in REAL and not (DATA / REAL[r.exp.name]).is_dir():
+            assert "data not found" in cells[7]
+            continue
+        assert not r.missing
+        accuracy = float(cells[7])
+        assert accuracy == pytest.approx(np.mean(r.accuracy), abs=1e-4)
+        assert float(cells[8]) == pytest.approx(min(r.accuracy), abs=1e-4)
+        assert 1.0 / r.exp.k - 1e-9 <= min(r.accuracy) <= max(r.accuracy) <= 1.0
+        assert len(r.accuracy) == len(r.fit_seconds) == len(r.kmeans) == len(r.spectral)
+        assert all(s > 0 for s in r.fit_seconds)
+        for base in (r.kmeans, r.spectral):
+            assert all(1.0 / r.exp.k - 1e-9 <= a <= 1.0 for a in base)
+        assert int(cells[1]) == r.n and int(cells[2]) == r.d
+
+
+def test_quick_run_values_are_sane(quick_run):
+    rows, grid, _, _ = quick_run
+    moons = rows[0]
+    assert moons.n == 300 and moons.d == 2 and len(moons.accuracy) == 2
+    # The moons are easy even for a tiny fit; the Bayes classifier is near perfect.
+    assert min(moons.accuracy) >= 0.85
+    assert min(moons.bayes) >= 0.99
+    # Separated circles (delta=0.5) with enough atoms are found.
+    assert grid.accuracy.shape == (2, 2, 1)
+    assert np.all((grid.accuracy >= 0.5 - 1e-9) & (grid.accuracy <= 1.0))
+    assert grid.accuracy[1, 1, 0] >= 0.9
+    if (DATA / "mnist").is_dir():
+        mnist = rows[1]
+        assert (mnist.n, mnist.d) == (300, 784)
+        assert min(mnist.accuracy) >= 0.7  # far above the 0.2 of chance, even when tiny
+
+
+def test_quick_run_writes_figures(quick_run):
+    rows, _, text, figures = quick_run
+    if figures is None:
+        pytest.skip("matplotlib not installed (the plot extra)")
+    names = {p.name for p in Path(figures).iterdir()}
+    expected = {"moons_atoms.png", "circles_heatmap.png", "circles_atoms.png", "embedding.png"}
+    if (DATA / "mnist").is_dir():
+        expected.add("mnist_atoms.png")
+    assert expected <= names
+    for name in expected:
+        data = (Path(figures) / name).read_bytes()
+        assert data.startswith(b"\x89PNG") and len(data) > 2000
+        assert f"wrote {Path(figures) / name}" in text
+
+
+def test_missing_data_rows_say_so(tmp_path):
+    out = io.StringIO()
+    rows, grid = run(_args(["--quick", "--only", "mnist5", "yaleb", "salinas", "--data", str(tmp_path)]), out=out)
+    assert grid is None
+    assert [r.exp.name for r in rows] == ["mnist5", "yaleb", "salinas"]
+    for r in rows:
+        assert r.missing.startswith("data not found")
+        assert str(tmp_path) in r.missing
+        assert not r.accuracy
+    table = _table_rows(out.getvalue())
+    for r in rows:
+        assert "data not found" in table[r.exp.title][7]
+
+
+def test_cli_paper_subcommand(tmp_path, capsys):
+    assert cli_main(["paper", "--quick", "--only", "yaleb", "--data", str(tmp_path / "none")]) == 0
+    out = capsys.readouterr().out
+    assert "Yale B, 2 faces" in out and "data not found" in out
+
+
+def test_module_entry_point_rejects_unknown_name(capsys):
+    with pytest.raises(SystemExit):
+        experiments.main(["--only", "cifar"])
+    assert "invalid choice" in capsys.readouterr().err
+
+
+def test_bad_seeds():
+    with pytest.raises(ValueError, match="--seeds"):
+        run(_args(["--quick", "--seeds", "0"]), out=io.StringIO())
+
+
+def test_find_data_dir(tmp_path, monkeypatch):
+    assert find_data_dir(tmp_path) == tmp_path
+    monkeypatch.setenv("FASTKDS_DATA", str(tmp_path / "env"))
+    assert find_data_dir() == tmp_path / "env"
+    assert find_data_dir(tmp_path) == tmp_path  # the option wins over the variable
+    monkeypatch.delenv("FASTKDS_DATA")
+    found = find_data_dir()
+    assert found is None or (found.name == "data" and found.parent.name == "shared" and found.is_dir())
+
+
+def test_moons_bayes_labels():
+    # Without noise the likelihoods are sharp: the Bayes labels are the truth.
+    Y, y = make_moons(2000, noise=0.01, random_state=0)
+    np.testing.assert_array_equal(moons_bayes_labels(Y, noise=0.01), y)
+    # At the paper's noise it errs on about one point in a thousand.
+    Y, y = make_moons(5000, random_state=1)
+    labels = moons_bayes_labels(Y)
+    assert 0.996 <= np.mean(labels == y) < 1.0
+    # Chunking changes nothing.
+    np.testing.assert_array_equal(moons_bayes_labels(Y[:1000], chunk=333), labels[:1000])
+
+
+def test_circles_row_reports_delta_005():
+    grid = CirclesGrid((5, 10, 20), (0.05, 0.5), 100, 5.0, 30, 2)
+    grid.accuracy = np.array([[[0.6, 0.5], [0.9, 0.8]], [[0.99, 1.0], [1.0, 1.0]], [[0.97, 0.95], [1.0, 1.0]]])
+    grid.seconds = 1.2
+    delta, m, mean, low = experiments.circles_best(grid)
+    assert (delta, m, mean, low) == (0.05, 10, pytest.approx(0.995), 0.99)
+    text = format_table([], grid)
+    assert re.search(r"\| circles, delta=0\.05 \(best m of the grid\) \| 100 \| 2 \| 2 \| 10 \|", text)
+    assert "| 10 | 0.995 | 1.000 |" in text  # the grid table: mean over seeds
+
+
+def test_plotting_without_matplotlib(monkeypatch):
+    from fastkds import plotting
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    with pytest.raises(ImportError, match=r"fastkds\[plot\]"):
+        plotting.plot_heatmap([5], [0.1], [[1.0]])
+    with pytest.raises(ImportError, match=r"fastkds\[plot\]"):
+        run(_args(["--quick", "--only", "yaleb", "--figures", "x"]), out=io.StringIO())
+
+
+def test_plotting_input_checks():
+    pytest.importorskip("matplotlib")
+    from fastkds import plotting
+
+    with pytest.raises(ValueError, match="2-D points"):
+        plotting.plot_atoms_2d(np.zeros((5, 3)), np.zeros(5), np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="expected \\(2, 1\\)"):
+        plotting.plot_heatmap([5, 10], [0.1], [[1.0, 0.9]])
+    with pytest.raises(ValueError, match="not images"):
+        plotting.plot_atom_grid(np.zeros((4, 10)), (3, 3))
+    with pytest.raises(ValueError, match="does not match"):
+        plotting.plot_embedding(np.zeros((5, 2)), np.zeros(4))
+    fig = plotting.plot_atom_grid(np.random.default_rng(0).random((23, 9)), (3, 3), n_cols=5)
+    assert fig.axes[0].images[0].get_array().shape == (5 * 4 + 1, 5 * 4 + 1)
