@@ -207,9 +207,10 @@ def run_epoch(Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None)
     and appends its CSR triple to ``codes_out`` (a list, or anything with
     ``append``) when given.
     """
+    if buffers is None:  # chunks never exceed chunk_size, nor the data's length
+        n = Y.shape[0]
+        buffers = prepared.allocate(chunk_size if n is None else max(1, min(chunk_size, n)))
     for _, chunk in source_chunks(Y, chunk_size):
-        if buffers is None or buffers[0].shape[0] < chunk.shape[0]:
-            buffers = prepared.allocate(chunk.shape[0] if buffers is None else chunk_size)
         X, obj = prepared.encode_dense(chunk, buffers)
         triple = csr_from_dense(X)
         if stats is not None:
