@@ -12,12 +12,12 @@ The gradient with respect to W is returned in a factored form. With
 ``b = W y``, ``G = W W^T`` and ``dist_j = ||y||^2 - 2 b_j + G_jj``, the loss
 of a batch depends on W only through G and the b and dist of each point, so
 
-    dL/dW = H W + C^T Y,   H = sum_i (Gbar_i + Gbar_i^T + 2 diag(distbar_i)),
-                           C[i] = bbar_i - 2 distbar_i,
+    dL/dW = (K + K^T) W + C^T Y,   K = sum_i (Gbar_i + diag(distbar_i)),
+                                 C[i] = bbar_i - 2 distbar_i,
 
-and the caller forms the two products with BLAS. H is summed over fixed
-parts of the batch (not over threads) and the parts are added in order by the
-caller, so the result does not depend on the number of threads.
+and the caller forms the products with BLAS. K is summed over fixed parts of
+the batch (not over threads) and the parts are added in order by the caller,
+so the result does not depend on the number of threads.
 
 Typed constants: as in :mod:`fastkds._kernels`, ``ks = arange(m + 1)`` in the
 working dtype supplies 0, 1 and the counts.
@@ -39,8 +39,8 @@ def _unrolled_point(b, yy, G, ww, alpha, lam, beta, ks, off, tidx, tval, dist, v
     ``v``, ``z``, ``xd``, ``vb`` (m) and ``ab`` (3 x m) are float scratch,
     ``cand`` (m) and ``zidx`` (2 m) integer scratch; ``xd``, ``vb`` and
     ``ab`` must be zero on entry and are left zero. ``crow`` (m, zero on
-    entry) receives ``bbar - 2 distbar``; ``Gbar + Gbar^T + 2 diag(distbar)``
-    is added to ``H`` (m x m).
+    entry) receives ``bbar - 2 distbar``; ``Gbar + diag(distbar)`` is added
+    to ``H`` (m x m).
     """
     m = G.shape[0]
     T = beta.shape[0]
@@ -120,14 +120,14 @@ def _unrolled_point(b, yy, G, ww, alpha, lam, beta, ks, off, tidx, tval, dist, v
         for q in range(oT0, oT1):
             xk = tval[q]
             acc += xk * G[j, tidx[q]]
-            H[j, tidx[q]] += xj * xk  # Gbar = x x^T / 2, symmetrised
+            H[j, tidx[q]] += half * xj * xk  # Gbar = x x^T / 2
         rec += xj * acc - (xj + xj) * b[j]
         loc += xj * dist[j]
         # df/dx_j = (x G)_j - b_j + lam dist_j
         ab[cur, j] = acc - b[j] + lam * dist[j]
         # bbar = -x, distbar = lam x
         crow[j] -= xj + two * lam * xj
-        H[j, j] += two * lam * xj
+        H[j, j] += lam * xj
     if rec < zero:
         rec = zero
     f = half * rec + lam * loc
@@ -152,7 +152,7 @@ def _unrolled_point(b, yy, G, ww, alpha, lam, beta, ks, off, tidx, tval, dist, v
         for q in range(p0, p1):
             j = tidx[q]
             crow[j] += (alpha + two * alam) * vb[j]
-            H[j, j] -= two * alam * vb[j]
+            H[j, j] -= alam * vb[j]
         if s == 0:  # z_0 = 0: g_0 = -b + lam dist
             for q in range(p0, p1):
                 j = tidx[q]
@@ -179,30 +179,53 @@ def _unrolled_point(b, yy, G, ww, alpha, lam, beta, ks, off, tidx, tval, dist, v
             z[j] -= bt * tval[q]
         for q in range(r0, p0):
             xd[tidx[q]] = zero
-        # alpha: dv/dalpha = -g_s, g_s = z_s G - b + lam dist (on the support)
-        for q in range(p0, p1):
-            j = tidx[q]
-            g = lam * dist[j] - b[j]
-            for r in range(nz):
-                k = zidx[r]
-                g += z[k] * G[k, j]
-            dalpha -= vb[j] * g
-        # Gbar = -alpha z_s vbar^T (symmetrised into H), and
-        # zbar = vbar - alpha G vbar, needed on the supports of x_s and x_{s-1}
-        for r in range(nz):
-            k = zidx[r]
-            azk = alpha * z[k]
-            acc = vb[k]
+        # One pass over the rows of G on (supp z_s) x S_{s+1} gives
+        # - g_s = z_s G - b + lam dist on S_{s+1} (into v, free scratch now),
+        #   for dalpha (dv/dalpha = -g_s);
+        # - Gbar += -alpha z_s vbar^T, into H;
+        # - zbar = vbar - alpha G vbar on the supports of x_s and x_{s-1}.
+        # A large support is swept densely (vb is zero off it): contiguous
+        # loops vectorise, gathers through tidx do not.
+        dense = 2 * (p1 - p0) > m
+        if dense:
+            for j in range(m):
+                v[j] = lam * dist[j] - b[j]
+        else:
             for q in range(p0, p1):
                 j = tidx[q]
-                if azk != zero:
-                    h = azk * vb[j]
-                    H[k, j] -= h
-                    H[j, k] -= h
-                acc -= alpha * G[k, j] * vb[j]
-            # z_s feeds x_s with weight 1 + beta and x_{s-1} with -beta; z[k]
-            # is reused as zbar_k (the value is no longer needed)
-            z[k] = acc
+                v[j] = lam * dist[j] - b[j]
+        for r in range(nz):
+            k = zidx[r]
+            zk = z[k]
+            azk = alpha * zk
+            acc = zero
+            Gk = G[k]
+            Hk = H[k]
+            if dense:
+                for j in range(m):
+                    gkj = Gk[j]
+                    vbj = vb[j]
+                    v[j] += zk * gkj
+                    Hk[j] -= azk * vbj
+                    acc += gkj * vbj
+            elif zk != zero:
+                for q in range(p0, p1):
+                    j = tidx[q]
+                    gkj = Gk[j]
+                    vbj = vb[j]
+                    v[j] += zk * gkj
+                    Hk[j] -= azk * vbj
+                    acc += gkj * vbj
+            else:
+                for q in range(p0, p1):
+                    j = tidx[q]
+                    acc += Gk[j] * vb[j]
+            # z[k] is reused as zbar_k (its value is no longer needed)
+            z[k] = vb[k] - alpha * acc
+        for q in range(p0, p1):
+            j = tidx[q]
+            dalpha -= vb[j] * v[j]
+        # z_s feeds x_s with weight 1 + beta and x_{s-1} with -beta
         for q in range(r0, p0):
             j = tidx[q]
             ab[mid, j] += z[j] + bt * z[j]
@@ -234,12 +257,13 @@ def unrolled_batch(B, yy, G, ww, alpha, lam, beta, ks, H_parts, C, loss, dalpha)
     beta : (T,) momentum coefficients ``t / (t + 3)``.
     ks : ``arange(m + 1)`` in the working dtype.
     H_parts : (n_parts, m, m) output; part p holds the sum of
-        ``Gbar_i + Gbar_i^T + 2 diag(distbar_i)`` over its points. The number
-        of parts is the caller's (fixed by n and m, never by the threads).
+        ``Gbar_i + diag(distbar_i)`` over its points. The number of parts is
+        the caller's (fixed by n and m, never by the threads).
     C : (n, m) output, ``bbar_i - 2 distbar_i`` per point.
     loss, dalpha : (n,) outputs, ``f(x_T; y_i, W)`` and its derivative in alpha.
 
-    The gradient of ``sum_i f`` over W is ``(sum_p H_parts[p]) W + C^T Y``.
+    With ``K = sum_p H_parts[p]``, the gradient of ``sum_i f`` over W is
+    ``(K + K^T) W + C^T Y``.
     """
     n, m = B.shape
     T = beta.shape[0]

@@ -129,7 +129,8 @@ def loss_and_gradient_fixed_step(Y, W, lam, n_iter, alpha, workspace=None):
         B, yy, G, ww, dtype.type(alpha), dtype.type(lam), momentum(n_iter, dtype),
         typed_constants(m, dtype), H_parts, C, loss, dalpha,
     )
-    H = H_parts.sum(axis=0, dtype=np.float64)
+    K = H_parts.sum(axis=0, dtype=np.float64)
+    H = K + K.T
     grad = (H @ W64 + (C.T @ Y).astype(np.float64)) / n
     f = float(np.sum(loss, dtype=np.float64)) / n
     ga = float(np.sum(dalpha, dtype=np.float64)) / n
