@@ -50,7 +50,11 @@ _KDS_PARAMS_DOC = """
         The result is still a fit to all the data; the full passes start from
         a dictionary already fitted to the subsample. ``"auto"`` uses
         ``max(20000, 200 * n_atoms)`` points when n is at least five times
-        that, else no subsample; ``None`` never subsamples.
+        that, else no subsample; ``None`` never subsamples. For much larger
+        n the warm start is a ladder of nested subsamples, each ten times
+        the last (while at most n / 5 points and 256 MiB), so the slow
+        last epochs of a fit run on the smaller samples and only a few run
+        on all points: the cost stays linear in n.
     chunk_size : int or None, default=None
         Points encoded at once. ``None`` picks it from a 64 MiB budget, so
         working memory does not grow with n.
@@ -330,6 +334,17 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"presample={size} is smaller than n_atoms={self.n_atoms}")
         return size if size < n else 0
 
+    @staticmethod
+    def _presample_ladder(n_pre, n, d, itemsize):
+        """Sizes of the nested warm-start subsamples: n_pre, 10 n_pre, ...
+        while a size is at most n / 5 and its points fit in 256 MiB."""
+        if not n_pre:
+            return [0]
+        sizes = [n_pre]
+        while 10 * sizes[-1] * 5 <= n and 10 * sizes[-1] * d * itemsize <= _LOAD_WHOLE_BYTES:
+            sizes.append(10 * sizes[-1])
+        return sizes
+
     def _progress_bar(self, desc, total):
         """A tqdm bar and its per-epoch callback, or (None, None) when quiet."""
         if not self.verbose:
@@ -401,8 +416,13 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
             Y = Y.to_array()  # small: fit exactly as on the in-memory array
         # Warm start: learn on a random subsample first, then refine on all
         # points, so the expensive full passes start from a fitted dictionary.
+        ladder = self._presample_ladder(n_pre, n, d, Y.dtype.itemsize)
         if n_pre:
-            Y_first = _take_rows(Y, np.sort(rng.choice(n, n_pre, replace=False)))
+            # nested subsamples: the first n_pre of one random permutation
+            # (RandomState.choice without replacement is permutation()[:size])
+            order = rng.choice(n, ladder[-1], replace=False)
+            samples = [_take_rows(Y, np.sort(order[:size])) for size in ladder]
+            Y_first = samples[0]
         elif isinstance(Y, ChunkSource):
             # too large to load: k-means++ on a random subsample seeds the atoms
             size = min(n, max(20_000, 200 * p["n_atoms"]))
@@ -410,7 +430,8 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         else:
             Y_first = Y
         W = self._initial_dictionary(Y_first, rng)
-        stages = [("subsample", Y_first), ("all points", Y)] if n_pre else [("all points", Y)]
+        stages = [("subsample", sample) for sample in samples] if n_pre else []
+        stages.append(("all points", Y))
         for label, data in stages:
             bar, progress = self._progress_bar(f"KDS epochs ({label}, n={data.shape[0]:,})", p["max_epochs"])
             try:

@@ -86,3 +86,36 @@ def test_presample_at_least_n_means_no_subsample():
     a = KDS(8, presample=500, max_epochs=5, random_state=0).fit(Y)
     b = KDS(8, presample=None, max_epochs=5, random_state=0).fit(Y)
     np.testing.assert_array_equal(a.components_, b.components_)
+
+
+def test_presample_ladder_sizes():
+    # ten-fold nested subsamples while at most n / 5 points and 256 MiB
+    ladder = KDS._presample_ladder
+    assert ladder(0, 10**6, 2, 8) == [0]
+    assert ladder(20_000, 100_000, 2, 8) == [20_000]
+    assert ladder(20_000, 10**6, 2, 8) == [20_000, 200_000]
+    assert ladder(20_000, 10**7, 2, 8) == [20_000, 200_000, 2_000_000]
+    assert ladder(20_000, 10**7, 784, 8) == [20_000]  # 200,000 x 784 doubles > 256 MiB
+
+
+def test_presample_ladder_fit_runs_every_stage(monkeypatch):
+    import fastkds.estimators as est
+
+    Y, _ = make_moons(6000, random_state=3)
+    kw = dict(lam=5.0, n_iter=15, presample=100, random_state=0)
+    seen = []
+    original = est.fit_alternating
+
+    def spy(data, *args, **kwargs):
+        seen.append(data.shape[0])
+        return original(data, *args, **kwargs)
+
+    monkeypatch.setattr(est, "fit_alternating", spy)
+    ladder = KDS(12, **kw).fit(Y)
+    assert seen == [100, 1000, 6000]
+    # against the single warm-start stage: the same first stage, a fit as good
+    monkeypatch.setattr(KDS, "_presample_ladder", staticmethod(lambda n_pre, n, d, itemsize: [n_pre]))
+    seen.clear()
+    single = KDS(12, **kw).fit(Y)
+    assert seen == [100, 6000]
+    assert ladder.score(Y) >= single.score(Y) * 1.02  # scores are negative objectives
