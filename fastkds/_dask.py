@@ -341,6 +341,10 @@ class DaskBackend:
 
 
 def _check_device(est):
+    from ._backends import DEVICES
+
+    if not isinstance(est.device, str) or est.device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, got {est.device!r}")
     if est.device == "cuda":
         raise ValueError(
             "device='cuda' is not supported with a dask array: the workers run the CPU "

@@ -176,6 +176,15 @@ def test_synchronous_float32_and_several_feature_chunks(sync):
     assert got.transform(X).dtype == np.float32
 
 
+def test_threaded_scheduler_matches_in_memory(moons, reference):
+    """Dask's default local scheduler: block tasks in threads of this process."""
+    Y, _ = moons
+    _, ref_kds = reference
+    with dask.config.set(scheduler="threads", num_workers=2):
+        kds = KDS(**PARAMS, presample=1500).fit(da.from_array(Y, chunks=(1000, 2)))
+    np.testing.assert_allclose(kds.components_, ref_kds.components_, rtol=1e-9, atol=1e-12)
+
+
 def test_bad_dask_input_is_refused_clearly(sync):
     Y, _ = make_moons(500, random_state=0)
     bad = Y.copy()
