@@ -404,8 +404,15 @@ def _fit_kds_validated(est, Y):
     # Unfused, so the user's annotations (retries=...) stay on the tasks.
     Y = Y.persist(optimize_graph=False)
     n_pre = est._presample_size(n)
+    ladder = est._presample_ladder(n_pre, n, d, Y.dtype.itemsize) if n_pre else [0]
     if n_pre:
-        Y_first = _gather_rows(Y, np.sort(rng.choice(n, n_pre, replace=False)))
+        # nested subsamples, as in memory: the first `size` of one random
+        # permutation; one gather of the largest, the others taken from it
+        order = rng.choice(n, ladder[-1], replace=False)
+        rows = np.sort(order)
+        largest = _gather_rows(Y, rows)
+        samples = [largest[np.searchsorted(rows, np.sort(order[:size]))] for size in ladder]
+        Y_first = samples[0]
     elif isinstance(est.init, str) and est.init == "k-means++" and n * d * Y.dtype.itemsize <= LOAD_WHOLE_BYTES:
         Y_first = _gather_rows(Y, slice(None))  # small: seed on all points, as in memory
     elif not (isinstance(est.init, str) and est.init == "k-means++"):
@@ -415,7 +422,8 @@ def _fit_kds_validated(est, Y):
         size = min(n, max(20_000, 200 * p["n_atoms"]))
         Y_first = _gather_rows(Y, np.sort(rng.choice(n, size, replace=False)))
     W = est._initial_dictionary(Y_first, rng)
-    stages = [("subsample", Y_first, None), ("all points", Y, backend)] if n_pre else [("all points", Y, backend)]
+    stages = [("subsample", sample, None) for sample in samples] if n_pre else []
+    stages.append(("all points", Y, backend))
     from ._backends import CpuBackend
 
     converged, epochs, history = False, 0, []

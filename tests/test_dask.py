@@ -38,7 +38,7 @@ def moons():
 def reference(moons):
     """In-memory fits: the oracle for every Dask fit below."""
     Y, _ = moons
-    return KDSClustering(2, **PARAMS).fit(Y), KDS(**PARAMS, presample=1500).fit(Y)
+    return KDSClustering(2, **PARAMS).fit(Y), KDS(**PARAMS, presample=100).fit(Y)
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +144,7 @@ def test_synchronous_fit_transform_score_match_in_memory(moons, reference, sync)
     Y, y = moons
     ref_clu, ref_kds = reference
     X = da.from_array(Y, chunks=(700, 2))  # 9 blocks, the last one short
-    kds = KDS(**PARAMS, presample=1500).fit(X)
+    kds = KDS(**PARAMS, presample=100).fit(X)
     np.testing.assert_allclose(kds.components_, ref_kds.components_, rtol=1e-9, atol=1e-12)
     assert kds.n_iter_ == ref_kds.n_iter_ and kds.n_features_in_ == 2
     codes = kds.transform(X)
@@ -181,7 +181,7 @@ def test_threaded_scheduler_matches_in_memory(moons, reference):
     Y, _ = moons
     _, ref_kds = reference
     with dask.config.set(scheduler="threads", num_workers=2):
-        kds = KDS(**PARAMS, presample=1500).fit(da.from_array(Y, chunks=(1000, 2)))
+        kds = KDS(**PARAMS, presample=100).fit(da.from_array(Y, chunks=(1000, 2)))
     np.testing.assert_allclose(kds.components_, ref_kds.components_, rtol=1e-9, atol=1e-12)
 
 
@@ -230,8 +230,8 @@ def test_distributed_fit_matches_in_memory(moons, reference, client):
     codes = clu.kds_.transform(X).compute()
     assert abs(codes - ref_clu.kds_.transform(Y)).max() < 1e-12
 
-    # the warm-start subsample is gathered by fancy indexing, same rows
-    kds = KDS(**PARAMS, presample=1500).fit(X)
+    # nested warm-start subsamples (100, then 1000 points), gathered by fancy indexing
+    kds = KDS(**PARAMS, presample=100).fit(X)
     np.testing.assert_allclose(kds.components_, ref_kds.components_, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(kds.objective_, ref_kds.objective_, rtol=1e-10)
 
