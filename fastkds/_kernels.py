@@ -220,14 +220,28 @@ def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, ins, ca
             a2 = alpha * z[k2]
             for j in range(mp):
                 v[j] = (((ac[j] + z[j]) - a0 * G[k0, j]) - a1 * G[k1, j]) - a2 * G[k2, j]
-        else:
+        else:  # the same sums, four rows per pass
             for j in range(mp):
                 v[j] = ac[j] + z[j]
-            for q in range(nz):
+            q = 0
+            while q + 4 <= nz:
+                k0 = zidx[q]
+                k1 = zidx[q + 1]
+                k2 = zidx[q + 2]
+                k3 = zidx[q + 3]
+                a0 = alpha * z[k0]
+                a1 = alpha * z[k1]
+                a2 = alpha * z[k2]
+                a3 = alpha * z[k3]
+                for j in range(mp):
+                    v[j] = (((v[j] - a0 * G[k0, j]) - a1 * G[k1, j]) - a2 * G[k2, j]) - a3 * G[k3, j]
+                q += 4
+            while q < nz:
                 k0 = zidx[q]
                 a0 = alpha * z[k0]
                 for j in range(mp):
                     v[j] -= a0 * G[k0, j]
+                q += 1
         # try the old support: exact iff exactly the entries above its tau
         # are the old support (relative to one of its entries, so "- 1" is
         # not lost to rounding however large v is)
