@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
-from sklearn.cluster import KMeans, kmeans_plusplus
+from sklearn.cluster import kmeans_plusplus
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -23,7 +23,7 @@ from .online import RunningStatistics, online_step
 from .solvers import SufficientStatistics, fit_alternating
 from .unrolled import UnrolledTrainer, fit_unrolled, theta_from_step
 from .sources import ChunkSource, as_source, is_chunked_input
-from .spectral import BipartiteSpectrum, normalize_rows
+from .spectral import BipartiteSpectrum, kmeans_labels, normalize_rows
 
 _KDS_PARAMS_DOC = """
     lam : float, default=1.0
@@ -702,6 +702,9 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         The atom-side eigenproblem; ``spectrum_.n_outlier_atoms`` counts the
         atoms left out as outlier components (see ``min_component``).
     kmeans_ : sklearn.cluster.KMeans
+        Fitted on the embedding, or on a random sample of 200,000 of its rows
+        when there are more (``fastkds.spectral.KMEANS_SAMPLE``); every
+        point is then labelled by its nearest centre.
     timings_ : dict
         Seconds spent in each stage of the last fit: ``dictionary``,
         ``encode``, ``embed`` and ``kmeans``.
@@ -825,12 +828,14 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
             stats.XtX, stats.s, min_component=min_component, atoms=kds.components_
         )
         n_clusters = spectrum.eigengap(max_clusters) if k is None else k
-        embedding = normalize_rows(spectrum.embed(codes, n_clusters))
+        embedding = normalize_rows(spectrum.embed(codes, n_clusters), copy=False)
+        del codes  # the largest object: freed before k-means
         timings["embed"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        kmeans = KMeans(n_clusters, n_init=n_init, random_state=rng.randint(np.iinfo(np.int32).max))
-        self.labels_ = kmeans.fit_predict(embedding)
+        kmeans, self.labels_ = kmeans_labels(
+            embedding, n_clusters, n_init=n_init, random_state=rng.randint(np.iinfo(np.int32).max)
+        )
         timings["kmeans"] = time.perf_counter() - t0
 
         self.kds_ = kds
@@ -849,7 +854,7 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         if _dask.is_dask_array(X):
             return _dask.transform_clustering(self, X)
         Y = _check_input(self, X, reset=False)
-        return normalize_rows(self.spectrum_.embed(self.kds_._encode(Y), self.n_clusters_))
+        return normalize_rows(self.spectrum_.embed(self.kds_._encode(Y), self.n_clusters_), copy=False)
 
     def predict(self, X):
         """Cluster labels of new points: encode, embed, nearest k-means centre.

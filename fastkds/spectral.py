@@ -116,7 +116,50 @@ class BipartiteSpectrum:
         return np.asarray(codes @ self.projection(k))
 
 
-def normalize_rows(U):
-    """Rows scaled to unit Euclidean norm (zero rows stay zero), as in Ng-Jordan-Weiss."""
+def normalize_rows(U, *, copy=True):
+    """Rows scaled to unit Euclidean norm (zero rows stay zero), as in Ng-Jordan-Weiss.
+
+    ``copy=False`` scales ``U`` in place (for an embedding of 10^7 points it
+    saves a second n x k array).
+    """
     norms = np.linalg.norm(U, axis=1, keepdims=True)
-    return U / np.where(norms > 0, norms, 1.0)
+    norms[norms == 0] = 1.0
+    if copy:
+        return U / norms
+    U /= norms
+    return U
+
+
+#: k-means is fitted on at most this many embedded points; the rest are
+#: labelled by their nearest centre. In the row-normalised embedding the
+#: clusters are tight and far apart, so the centres are found as well from a
+#: sample, and memory and time stay small for 10^7 points.
+KMEANS_SAMPLE = 200_000
+
+
+def kmeans_labels(embedding, n_clusters, *, n_init, random_state):
+    """k-means on the row-normalised embedding.
+
+    Parameters
+    ----------
+    embedding : ndarray of shape (n, k)
+    n_clusters, n_init : int
+    random_state : int
+        Seeds k-means and, above :data:`KMEANS_SAMPLE` points, the sample it
+        is fitted on.
+
+    Returns
+    -------
+    kmeans : sklearn.cluster.KMeans, fitted
+    labels : ndarray of shape (n,)
+    """
+    from sklearn.cluster import KMeans
+
+    kmeans = KMeans(n_clusters, n_init=n_init, random_state=random_state)
+    n = embedding.shape[0]
+    if n <= KMEANS_SAMPLE:
+        return kmeans, kmeans.fit_predict(embedding)
+    # Generator.choice draws k of n without an n-long permutation
+    sample = np.sort(np.random.default_rng(random_state).choice(n, KMEANS_SAMPLE, replace=False))
+    kmeans.fit(embedding[sample])
+    return kmeans, kmeans.predict(embedding)

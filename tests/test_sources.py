@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 
 import fastkds.estimators as estimators_module
-from fastkds import KDS, KDSClustering, make_moons
+from fastkds import KDS, KDSClustering, clustering_accuracy, make_moons
 from fastkds.diskcodes import load_codes
 from fastkds.sources import SlicedSource, as_source, is_chunked_input
 
@@ -211,3 +211,29 @@ def test_h5py_and_zarr_datasets_are_sliced(library, moons, tmp_path):
     kds = KDS(12, **PARAMS).fit(data)
     np.testing.assert_array_equal(kds.components_, ref.components_)
     assert (kds.transform(data) != ref.transform(Y)).nnz == 0
+
+
+def test_kmeans_on_a_sample_labels_like_full_kmeans(monkeypatch):
+    import fastkds.spectral as spectral
+
+    rng = np.random.default_rng(0)
+    centres = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
+    truth = rng.integers(0, 3, 5000)
+    emb = centres[truth] + 0.05 * rng.normal(size=(5000, 2))
+    _, full = spectral.kmeans_labels(emb, 3, n_init=4, random_state=0)
+    monkeypatch.setattr(spectral, "KMEANS_SAMPLE", 500)
+    kmeans, sampled = spectral.kmeans_labels(emb, 3, n_init=4, random_state=0)
+    assert kmeans.cluster_centers_.shape == (3, 2)
+    assert clustering_accuracy(full, sampled) == 1.0
+    assert clustering_accuracy(truth, sampled) == 1.0
+
+
+def test_normalize_rows_in_place():
+    from fastkds.spectral import normalize_rows
+
+    U = np.array([[3.0, 4.0], [0.0, 0.0]])
+    V = normalize_rows(U)
+    assert V is not U and U[0, 0] == 3.0
+    W = normalize_rows(U, copy=False)
+    assert W is U
+    np.testing.assert_allclose(U, [[0.6, 0.8], [0.0, 0.0]])
