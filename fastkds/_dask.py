@@ -48,7 +48,7 @@ from ._config import numba_threads
 from ._validation import check_nonneg_float, check_positive_int
 from .encoding import PreparedDictionary
 from .solvers import SufficientStatistics, fit_alternating, run_epoch
-from .spectral import BipartiteSpectrum, normalize_rows
+from .spectral import BipartiteSpectrum, kmeans_labels, normalize_rows
 
 #: Partial statistics merged per task of the tree reduction.
 SPLIT_EVERY = 8
@@ -520,10 +520,9 @@ def fit_clustering(est, X):
     timings["embed"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    from sklearn.cluster import KMeans
-
-    kmeans = KMeans(n_clusters, n_init=n_init, random_state=rng.randint(np.iinfo(np.int32).max))
-    labels = kmeans.fit_predict(embedding)
+    kmeans, labels = kmeans_labels(
+        embedding, n_clusters, n_init=n_init, random_state=rng.randint(np.iinfo(np.int32).max)
+    )
     timings["kmeans"] = time.perf_counter() - t0
 
     est.n_features_in_ = Y.shape[1]
