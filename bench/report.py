@@ -118,7 +118,7 @@ def plot(rows, slope, path):
     ax.set_xlabel("points n")
     ax.set_ylabel("seconds")
     ax.set_title(f"KDSClustering on noisy moons from a .npy memmap\nlog-log slope of total time {slope:.3f}")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="lower right")
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
