@@ -36,18 +36,15 @@ import operator
 import sys
 import time
 import uuid
-import warnings
 
 import numba
 import numpy as np
 import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 
 from ._config import numba_threads
 from ._validation import check_nonneg_float, check_positive_int
-from .encoding import PreparedDictionary
-from .solvers import SufficientStatistics, fit_alternating, run_epoch
+from .solvers import SufficientStatistics, run_epoch
 from .spectral import BipartiteSpectrum, kmeans_labels, normalize_rows
 
 #: Partial statistics merged per task of the tree reduction.
@@ -422,42 +419,12 @@ def _fit_kds_validated(est, Y):
         size = min(n, max(20_000, 200 * p["n_atoms"]))
         Y_first = _gather_rows(Y, np.sort(rng.choice(n, size, replace=False)))
     W = est._initial_dictionary(Y_first, rng)
-    stages = [("subsample", sample, None) for sample in samples] if n_pre else []
-    stages.append(("all points", Y, backend))
     from ._backends import CpuBackend
 
-    converged, epochs, history = False, 0, []
-    for label, data, stage_backend in stages:
-        stage_backend = stage_backend or CpuBackend()
-        bar, progress = est._progress_bar(f"KDS epochs ({label}, n={data.shape[0]:,})", p["max_epochs"])
-        try:
-            with numba_threads(est.n_jobs):
-                W, history, epochs, converged = fit_alternating(
-                    data,
-                    W,
-                    lam=p["lam"],
-                    n_iter=p["n_iter"],
-                    max_epochs=p["max_epochs"],
-                    tol=p["tol"],
-                    chunk_size=est._chunk_size(stage_backend, d),
-                    random_state=rng,
-                    backend=stage_backend,
-                    progress=progress,
-                )
-        finally:
-            if bar is not None:
-                bar.close()
-    if not converged and p["max_epochs"] > 1:
-        warnings.warn(
-            f"KDS did not converge in max_epochs={p['max_epochs']} epochs "
-            f"(tol={p['tol']}); increase max_epochs or tol",
-            ConvergenceWarning,
-        )
-    est.components_ = W.astype(Y.dtype)
-    est.step_ = PreparedDictionary(W, p["lam"], 1, np.float64).alpha_value
-    est.n_iter_ = epochs
-    est.objective_ = np.asarray(history)
-    return est
+    # the subsamples are in memory on the client; all points stay on the workers
+    stages = [("subsample", sample, CpuBackend()) for sample in samples] if n_pre else []
+    stages.append(("all points", Y, backend))
+    return est._fit_stages(stages, W, p, rng, Y.dtype)
 
 
 def fit_clustering(est, X):

@@ -430,9 +430,15 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         else:
             Y_first = Y
         W = self._initial_dictionary(Y_first, rng)
-        stages = [("subsample", sample) for sample in samples] if n_pre else []
-        stages.append(("all points", Y))
-        for label, data in stages:
+        stages = [("subsample", sample, backend) for sample in samples] if n_pre else []
+        stages.append(("all points", Y, backend))
+        return self._fit_stages(stages, W, p, rng, Y.dtype)
+
+    def _fit_stages(self, stages, W, p, rng, dtype):
+        """Alternating minimisation through the warm-start stages, each a
+        ``(label, data, backend)``, then the fitted attributes."""
+        converged, epochs, history = False, 0, []
+        for label, data, backend in stages:
             bar, progress = self._progress_bar(f"KDS epochs ({label}, n={data.shape[0]:,})", p["max_epochs"])
             try:
                 with numba_threads(self.n_jobs):
@@ -443,7 +449,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
                         n_iter=p["n_iter"],
                         max_epochs=p["max_epochs"],
                         tol=p["tol"],
-                        chunk_size=self._chunk_size(backend, d),
+                        chunk_size=self._chunk_size(backend, data.shape[1]),
                         random_state=rng,
                         backend=backend,
                         progress=progress,
@@ -457,7 +463,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
                 f"(tol={p['tol']}); increase max_epochs or tol",
                 ConvergenceWarning,
             )
-        self.components_ = W.astype(Y.dtype)
+        self.components_ = W.astype(dtype)
         self.step_ = PreparedDictionary(W, p["lam"], 1, np.float64).alpha_value
         self.n_iter_ = epochs
         self.objective_ = np.asarray(history)
