@@ -16,21 +16,7 @@ import warnings
 import numpy as np
 
 from fastkds import KDSClustering, clustering_accuracy, make_moons
-
-
-def bayes_labels(Y, noise=0.1, n_grid=2001, chunk=20000):
-    """Labels of the Bayes classifier for sklearn's noisy moons."""
-    t = np.linspace(0.0, np.pi, n_grid)
-    curves = (np.c_[np.cos(t), np.sin(t)], np.c_[1.0 - np.cos(t), 0.5 - np.sin(t)])
-    out = np.empty(Y.shape[0], dtype=np.int64)
-    for s in range(0, Y.shape[0], chunk):
-        P = Y[s : s + chunk]
-        lik = [
-            np.exp(-((P[:, None, :] - C[None]) ** 2).sum(axis=2) / (2 * noise**2)).sum(axis=1)
-            for C in curves
-        ]
-        out[s : s + chunk] = lik[1] > lik[0]
-    return out
+from fastkds.experiments import moons_bayes_labels as bayes_labels  # the generating model's classifier
 
 
 def main():
