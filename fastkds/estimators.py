@@ -33,8 +33,6 @@ _KDS_PARAMS_DOC = """
         Encoder iterations T (the paper's unrolled layers).
     max_epochs : int, default=100
         Maximum number of alternating-minimisation epochs (passes over the data).
-        0 learns nothing: the initial dictionary is the model, e.g. an array
-        ``init`` learned with ``partial_fit`` over a stream.
     tol : float, default=1e-4
         Stop when the mean objective changes by less than this, relatively,
         between two epochs.
@@ -145,13 +143,6 @@ def _check_init(init, n_atoms, n_features):
     if not np.all(np.isfinite(W)):
         raise ValueError("init array contains NaN or infinite values")
     return W
-
-
-def _check_epochs(value):
-    """max_epochs: an int >= 0 (0: keep the initial dictionary)."""
-    if not isinstance(value, (bool, np.bool_)) and isinstance(value, numbers.Integral) and value == 0:
-        return 0
-    return check_positive_int(value, "max_epochs")
 
 
 def _check_solver_params(est):
@@ -294,7 +285,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
             "n_atoms": check_positive_int(self.n_atoms, "n_atoms"),
             "lam": check_nonneg_float(self.lam, "lam"),
             "n_iter": check_positive_int(self.n_iter, "n_iter"),
-            "max_epochs": _check_epochs(self.max_epochs),
+            "max_epochs": check_positive_int(self.max_epochs, "max_epochs"),
             "tol": check_nonneg_float(self.tol, "tol"),
         }
         if self.chunk_size is not None:
