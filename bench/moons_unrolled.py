@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from moons_accuracy import bayes_labels  # noqa: E402
 
 from fastkds import KDSClustering, clustering_accuracy, make_moons  # noqa: E402
+from fastkds.unrolled import STEP_BOUND  # noqa: E402
 
 
 def main():
@@ -56,7 +57,7 @@ def main():
                 ).fit(Y)
             sec = time.perf_counter() - t0
             acc[e].append(clustering_accuracy(y, model.labels_))
-            # the step relative to 1 / sigma_max(W)^2 (bounded by 2)
+            # the step relative to 1 / sigma_max(W)^2 (bounded by STEP_BOUND)
             rel = model.kds_.step_ * np.linalg.norm(model.components_.astype(np.float64), 2) ** 2
             row.append(f"{acc[e][-1]:9.4f} {rel:7.3f} {sec:6.1f}")
         bayes.append(np.mean(bayes_labels(Y) == y))
@@ -67,7 +68,7 @@ def main():
     for e in args.epochs:
         print(f"seeds >= 0.999 at {e} epochs: fastkds {np.sum(np.array(acc[e]) >= 0.999)}, "
               f"Bayes {np.sum(np.array(bayes) >= 0.999)}")
-    print("step column: learned step x sigma_max(W)^2 (1 = the fixed step; the bound is 2)")
+    print(f"step column: learned step x sigma_max(W)^2 (1 = the fixed step; the bound is {STEP_BOUND:g})")
 
 
 if __name__ == "__main__":

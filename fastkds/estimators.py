@@ -88,7 +88,7 @@ _KDS_PARAMS_DOC = """
         Shuffle the points every epoch (``solver="unrolled"``).
     train_step : bool, default=False
         Learn the encoder step along with the atoms (``solver="unrolled"``).
-        The step stays below ``2 / sigma_max(W)^2`` (a sigmoid bound), so it
+        The step stays below ``1.5 / sigma_max(W)^2`` (a sigmoid bound), so it
         cannot grow into the range where the encoder's codes collapse to
         single atoms. Otherwise the step is ``1 / sigma_max(W)^2``.
 """
