@@ -125,9 +125,14 @@ class SlicedSource(ChunkSource):
 
     def take(self, indices):
         indices = np.asarray(indices, dtype=np.int64)
-        if isinstance(self._data, np.ndarray):
-            return _check_chunk(self._data[indices], 0, self.n_features, self.dtype)
-        return super().take(indices)  # h5py/zarr fancy indexing differs; one pass is universal
+        if not isinstance(self._data, np.ndarray):
+            return super().take(indices)
+        rows = np.ascontiguousarray(self._data[indices], dtype=self.dtype)
+        finite = np.all(np.isfinite(rows), axis=1)
+        if not finite.all():  # name the row of the data, not of the sample
+            bad = int(indices[np.flatnonzero(~finite)[0]])
+            raise ValueError(f"data contain NaN or infinite values (first in row {bad})")
+        return rows  # h5py/zarr fancy indexing differs; one pass is universal
 
 
 class IterableSource(ChunkSource):

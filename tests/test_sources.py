@@ -237,3 +237,12 @@ def test_normalize_rows_in_place():
     W = normalize_rows(U, copy=False)
     assert W is U
     np.testing.assert_allclose(U, [[0.6, 0.8], [0.0, 0.0]])
+
+
+def test_nan_in_a_presampled_row_names_the_data_row(tmp_path):
+    Y, _ = make_moons(100_000, random_state=4)
+    Y[54_321, 1] = np.nan
+    path = tmp_path / "nan.npy"
+    np.save(path, Y)
+    with pytest.raises(ValueError, match="row 54321"):
+        KDS(8, lam=5.0, n_iter=5, max_epochs=2, presample=99_999, random_state=0).fit(str(path))
