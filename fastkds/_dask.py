@@ -440,8 +440,6 @@ def fit_clustering(est, X):
     import dask.array as da
     from dask import delayed
 
-    from .estimators import KDS
-
     k = est._check_n_clusters()
     n_init = check_positive_int(est.n_init, "n_init")
     min_component = check_nonneg_float(est.min_component, "min_component")
@@ -449,9 +447,7 @@ def fit_clustering(est, X):
     Y = check_dask_array(X)
     _check_device(est)
     rng = check_random_state(est.random_state)
-    params = {name: getattr(est, name) for name in KDS._get_param_names() if hasattr(est, name)}
-    params["random_state"] = rng.randint(np.iinfo(np.int32).max)
-    kds = KDS(**params)
+    kds = est._inner_kds(rng)
     timings = {}
     t0 = time.perf_counter()
     Y = Y.persist(optimize_graph=False)

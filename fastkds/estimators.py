@@ -763,6 +763,12 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         self.shuffle = shuffle
         self.train_step = train_step
 
+    def _inner_kds(self, rng):
+        """The :class:`KDS` this model fits: its shared parameters, and a seed from ``rng``."""
+        params = {name: getattr(self, name) for name in KDS._get_param_names()}
+        params["random_state"] = rng.randint(np.iinfo(np.int32).max)
+        return KDS(**params)
+
     def _check_n_clusters(self):
         if isinstance(self.n_clusters, str):
             if self.n_clusters != "auto":
@@ -790,26 +796,7 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         max_clusters = check_positive_int(self.max_clusters, "max_clusters")
         Y = _check_input(self, X, reset=True, passes=2)
         rng = check_random_state(self.random_state)
-        kds = KDS(
-            self.n_atoms,
-            lam=self.lam,
-            n_iter=self.n_iter,
-            max_epochs=self.max_epochs,
-            tol=self.tol,
-            init=self.init,
-            presample=self.presample,
-            chunk_size=self.chunk_size,
-            random_state=rng.randint(np.iinfo(np.int32).max),
-            n_jobs=self.n_jobs,
-            verbose=self.verbose,
-            device=self.device,
-            solver=self.solver,
-            learning_rate=self.learning_rate,
-            batch_size=self.batch_size,
-            clip_norm=self.clip_norm,
-            shuffle=self.shuffle,
-            train_step=self.train_step,
-        )
+        kds = self._inner_kds(rng)
         timings = {}
         t0 = time.perf_counter()
         kds._fit_validated(Y)
