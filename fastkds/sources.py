@@ -14,6 +14,8 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import scipy.sparse as sp
 
+from .encoding import iter_chunks
+
 
 def _float_dtype(dtype):
     """float32 stays float32; every other numeric dtype becomes float64."""
@@ -119,8 +121,7 @@ class SlicedSource(ChunkSource):
         self.dtype = _float_dtype(data.dtype)
 
     def chunks(self, chunk_size):
-        for start in range(0, self.n_samples, chunk_size):
-            stop = min(start + chunk_size, self.n_samples)
+        for start, stop in iter_chunks(self.n_samples, chunk_size):
             yield start, _check_chunk(self._data[start:stop], start, self.n_features, self.dtype)
 
     def take(self, indices):
@@ -214,8 +215,7 @@ class ArraySource(ChunkSource):
         self.dtype = Y.dtype
 
     def chunks(self, chunk_size):
-        for start in range(0, self.n_samples, chunk_size):
-            yield start, self._Y[start : start + chunk_size]
+        return source_chunks(self._Y, chunk_size)
 
     def take(self, indices):
         return self._Y[indices]
@@ -282,4 +282,4 @@ def source_chunks(Y, chunk_size):
     """``(start, chunk)`` pairs of an in-memory array or a :class:`ChunkSource`."""
     if isinstance(Y, ChunkSource):
         return Y.chunks(chunk_size)
-    return ((s, Y[s : s + chunk_size]) for s in range(0, Y.shape[0], chunk_size))
+    return ((start, Y[start:stop]) for start, stop in iter_chunks(Y.shape[0], chunk_size))
