@@ -45,6 +45,7 @@ def numba_threads(n_jobs):
 
 
 def default_chunk_size(n_features, n_atoms, itemsize):
-    """Rows per chunk so that a chunk's dense codes and data fit the budget."""
-    per_row = (n_atoms * 2 + n_features + 4) * itemsize
+    """Rows per chunk so that a chunk's encoder buffers (``Y W^T``, the code
+    slots: values and int32 atom indices) and data fit the budget."""
+    per_row = (n_atoms * 2 + n_features + 4) * itemsize + n_atoms * 4
     return int(min(1 << 17, max(1024, CHUNK_MEMORY_BUDGET // per_row)))

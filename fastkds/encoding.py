@@ -115,22 +115,31 @@ class PreparedDictionary:
     def n_atoms(self):
         return self.W.shape[0]
 
-    def encode_dense(self, Y, buffers=None):
-        """Dense codes (n x m) and per-point objectives of a chunk ``Y``.
+    def encode(self, Y, buffers=None):
+        """Codes of a chunk ``Y`` as per-row slots, and per-point objectives.
 
         ``Y`` must already be validated, C-contiguous and of ``self.dtype``.
         ``buffers``, from :meth:`allocate`, are reused across chunks: fresh
         pages for every chunk would cost more than encoding small-d data.
-        The returned arrays are views into them.
+        Returns ``counts, slot_idx, slot_val, obj``, views into the buffers:
+        row i's code has ``counts[i]`` nonzeros, at the atoms
+        ``slot_idx[i, :counts[i]]`` (ascending), of values
+        ``slot_val[i, :counts[i]]``.
         """
         n = Y.shape[0]
         if buffers is None:
             buffers = self.allocate(n)
-        B, yy, X, obj = (buf[:n] for buf in buffers)
-        with np.errstate(over="ignore"):
-            np.dot(Y, self.W.T, out=B)  # one BLAS call per chunk: the O(m d) part
-            np.einsum("ij,ij->i", Y, Y, out=yy)
-        if not (np.all(np.isfinite(yy)) and np.all(np.isfinite(B))):
+        B, yy, counts, slot_idx, slot_val, obj = (buf[:n] for buf in buffers)
+        if n and Y.shape[1] <= _kernels.SMALL_D:
+            b_max, y_max = _kernels.point_products(Y, self.W, B, yy)
+        else:
+            with np.errstate(over="ignore"):
+                np.dot(Y, self.W.T, out=B)  # one BLAS call per chunk: the O(m d) part
+                np.einsum("ij,ij->i", Y, Y, out=yy)
+            finite = np.all(np.isfinite(yy)) and np.all(np.isfinite(B))
+            b_max = float(np.abs(B).max()) if finite and n else (0.0 if finite else np.inf)
+            y_max = float(yy.max()) if n else 0.0
+        if not np.isfinite(b_max):
             raise ValueError(
                 f"the squared norms of the data overflow {self.dtype.name}: rescale the data"
                 + (" or use float64" if self.dtype == np.float32 else "")
@@ -138,9 +147,8 @@ class PreparedDictionary:
         if n:
             # The first step is alpha * (lam * ||y - w||^2 - y.w); later ones
             # add at most a few units. It must fit the dtype with room to spare.
-            b_max = float(np.abs(B).max())
             bound = self.alpha_value * (
-                float(self.lam) * (float(yy.max()) + 2.0 * b_max + float(self.ww.max())) + b_max
+                float(self.lam) * (y_max + 2.0 * b_max + float(self.ww.max())) + b_max
             )
             if not bound < np.finfo(self.dtype).max / 64:
                 raise ValueError(
@@ -148,7 +156,30 @@ class PreparedDictionary:
                     f"(first encoder step ~{bound:.3g}): rescale the data"
                     + (" or use float64" if self.dtype == np.float32 else "")
                 )
-        _kernels.encode_dense(B, yy, self.G_padded, self.ww, self.alpha, self.lam, self.beta, self.ks, X, obj)
+        _kernels.encode_codes(
+            B, yy, self.G, self.G_padded, self.W, self.ww, self.alpha, self.lam, self.beta, self.ks,
+            counts, slot_idx, slot_val, obj,
+        )
+        return counts, slot_idx, slot_val, obj
+
+    def encode_csr(self, Y, buffers=None):
+        """CSR triple ``(indptr, indices, data)`` of a chunk's codes, and its
+        per-point objectives (a view into ``buffers``)."""
+        counts, slot_idx, slot_val, obj = self.encode(Y, buffers)
+        n = counts.shape[0]
+        indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        indices = np.empty(indptr[-1], dtype=np.int32)
+        data = np.empty(indptr[-1], dtype=self.dtype)
+        _kernels.fill_csr_from_slots(counts, slot_idx, slot_val, indptr, indices, data)
+        return (indptr, indices, data), obj
+
+    def encode_dense(self, Y, buffers=None):
+        """Dense codes (n x m, a new array) and per-point objectives of a
+        chunk ``Y`` (see :meth:`encode`)."""
+        counts, slot_idx, slot_val, obj = self.encode(Y, buffers)
+        X = np.empty((counts.shape[0], self.n_atoms), dtype=self.dtype)
+        _kernels.slots_to_dense(counts, slot_idx, slot_val, X)
         return X, obj
 
     def allocate(self, chunk_size):
@@ -157,6 +188,8 @@ class PreparedDictionary:
         return (
             np.empty((chunk_size, m), dtype=self.dtype),
             np.empty(chunk_size, dtype=self.dtype),
+            np.empty(chunk_size, dtype=np.int64),
+            np.empty((chunk_size, m), dtype=np.int32),
             np.empty((chunk_size, m), dtype=self.dtype),
             np.empty(chunk_size, dtype=self.dtype),
         )

@@ -12,7 +12,6 @@ import numpy as np
 import scipy.linalg
 
 from . import _kernels
-from .encoding import csr_from_dense
 from .sources import source_chunks
 
 #: Bytes allowed for the per-part partial statistics of one chunk.
@@ -211,8 +210,7 @@ def run_epoch(Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None)
         n = Y.shape[0]
         buffers = prepared.allocate(chunk_size if n is None else max(1, min(chunk_size, n)))
     for _, chunk in source_chunks(Y, chunk_size):
-        X, obj = prepared.encode_dense(chunk, buffers)
-        triple = csr_from_dense(X)
+        triple, obj = prepared.encode_csr(chunk, buffers)
         if stats is not None:
             stats.add_chunk(*triple, chunk, obj)
         if codes_out is not None:

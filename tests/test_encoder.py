@@ -128,40 +128,78 @@ def test_chunked_equals_single_chunk(d, dtype):
         np.testing.assert_allclose(many.toarray(), one.toarray(), rtol=0, atol=atol)
 
 
+def encode_rows(prep, B, yy):
+    """The encoder kernel on given products ``B = Y W^T``: dense codes, objectives."""
+    from fastkds import _kernels
+
+    n, m = B.shape
+    counts = np.empty(n, dtype=np.int64)
+    slot_idx = np.empty((n, m), dtype=np.int32)
+    slot_val = np.empty((n, m), dtype=B.dtype)
+    obj = np.empty(n, dtype=B.dtype)
+    _kernels.encode_codes(
+        np.ascontiguousarray(B), np.ascontiguousarray(yy), prep.G, prep.G_padded, prep.W, prep.ww,
+        prep.alpha, prep.lam, prep.beta, prep.ks, counts, slot_idx, slot_val, obj,
+    )
+    X = np.empty((n, m), dtype=B.dtype)
+    _kernels.slots_to_dense(counts, slot_idx, slot_val, X)
+    return X, obj
+
+
+# (d, m): the lockstep encoder (d <= 4) with two features (its fused loops),
+# with three, with one feature and many atoms; then the per-point encoder
+KERNEL_PATHS = [(2, 11), (3, 11), (1, 70), (12, 11)]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_kernel_chunks_bitwise_identical(dtype):
+@pytest.mark.parametrize("d,m", KERNEL_PATHS)
+def test_kernel_chunks_bitwise_identical(d, m, dtype):
     """Given the same ``B = Y W^T``, encoding in chunks of 7 rows is bitwise
     identical to one chunk, and the CSR triples concatenate to the same array."""
-    from fastkds import _kernels
     from fastkds.encoding import concatenate_csr, iter_chunks
 
-    Y, W = make_problem(3, 103, 4, 11, dtype)
+    Y, W = make_problem(3, 103, d, m, dtype)
     prep = PreparedDictionary(W, 0.5, 40, dtype)
     B = Y @ prep.W.T
     yy = np.einsum("ij,ij->i", Y, Y)
-
-    def run(lo, hi):
-        X = np.empty((hi - lo, 11), dtype=dtype)
-        obj = np.empty(hi - lo, dtype=dtype)
-        _kernels.encode_dense(
-            np.ascontiguousarray(B[lo:hi]), yy[lo:hi].copy(), prep.G, prep.ww, prep.alpha,
-            prep.lam, prep.beta, prep.ks, X, obj,
-        )
-        return X, obj
-
-    X_all, obj_all = run(0, 103)
+    X_all, obj_all = encode_rows(prep, B, yy)
+    np.testing.assert_allclose(X_all, _naive.encode(Y, W.astype(dtype), 0.5, 40), rtol=0, atol=TOL[dtype])
     parts, objs = [], []
     for lo, hi in iter_chunks(103, 7):
-        X, obj = run(lo, hi)
+        X, obj = encode_rows(prep, B[lo:hi], yy[lo:hi])
         parts.append(csr_from_dense(X))
         objs.append(obj)
-    C = concatenate_csr(parts, 11, np.dtype(dtype))
-    ref = sp.csr_array(csr_from_dense(X_all)[::-1], shape=(103, 11))
+    C = concatenate_csr(parts, m, np.dtype(dtype))
+    ref = sp.csr_array(csr_from_dense(X_all)[::-1], shape=(103, m))
     assert C.dtype == np.dtype(dtype)
     np.testing.assert_array_equal(C.indptr, ref.indptr)
     np.testing.assert_array_equal(C.indices, ref.indices)
     assert C.data.tobytes() == ref.data.tobytes()
     assert np.concatenate(objs).tobytes() == obj_all.tobytes()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("d,m", KERNEL_PATHS[:3])
+def test_lockstep_code_independent_of_neighbours(d, m, dtype):
+    """The lockstep encoder groups points (sorted by nearest atom, blocks of
+    2048): a point's code and objective must be bitwise the same whatever the
+    other points are. Shuffled, several sort blocks and a short last group."""
+    from fastkds import _kernels
+
+    n = 2 * _kernels.SORT_BLOCK + 37
+    Y, W = make_problem(11, n, d, m, dtype)
+    prep = PreparedDictionary(W, 1.5, 25, dtype)
+    B = Y @ prep.W.T
+    yy = np.einsum("ij,ij->i", Y, Y)
+    X, obj = encode_rows(prep, B, yy)
+    perm = np.random.default_rng(0).permutation(n)
+    Xp, objp = encode_rows(prep, B[perm], yy[perm])
+    assert Xp.tobytes() == X[perm].tobytes()
+    assert objp.tobytes() == obj[perm].tobytes()
+    X1, obj1 = encode_rows(prep, B[5:6], yy[5:6])  # alone in its group
+    assert X1.tobytes() == X[5:6].tobytes() and obj1.tobytes() == obj[5:6].tobytes()
+    sample = np.random.default_rng(1).choice(n, 300, replace=False)
+    np.testing.assert_allclose(X[sample], _naive.encode(Y[sample], W.astype(dtype), 1.5, 25), rtol=0, atol=TOL[dtype])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
