@@ -469,11 +469,12 @@ def fit_clustering(est, X):
     t0 = time.perf_counter()
     spectrum = BipartiteSpectrum(stats.XtX, stats.s, min_component=min_component, atoms=kds.components_)
     n_clusters = spectrum.eigengap(max_clusters) if k is None else k
+    n_cols = spectrum.n_columns(n_clusters)  # more than n_clusters when localised modes lead
     P = _as_key(spectrum.projection(n_clusters), "fastkds-projection")
     blocks = [
         da.from_delayed(
             delayed(embed_block, pure=False)(delayed(operator.getitem)(p, 0), P),
-            shape=(rows, n_clusters),
+            shape=(rows, n_cols),
             dtype=np.float64,
         )
         for p, (_, _, rows) in zip(pairs, _blocks(Y))
@@ -495,7 +496,7 @@ def fit_clustering(est, X):
     est.kmeans_ = kmeans
     est.spectrum_ = spectrum
     est.components_ = kds.components_
-    est.embedding_ = da.from_array(embedding, chunks=(Y.chunks[0], n_clusters))
+    est.embedding_ = da.from_array(embedding, chunks=(Y.chunks[0], n_cols))
     est.eigenvalues_ = spectrum.eigenvalues
     est.n_clusters_ = n_clusters
     est.timings_ = timings
@@ -561,7 +562,7 @@ def _map_model(est, X, func, n_cols, dtype):
 
 def transform_clustering(est, X):
     """:meth:`KDSClustering.transform` on a Dask array: lazy, block-wise."""
-    return _map_model(est, X, transform_block, est.n_clusters_, np.float64)
+    return _map_model(est, X, transform_block, est.spectrum_.n_columns(est.n_clusters_), np.float64)
 
 
 def predict_clustering(est, X):

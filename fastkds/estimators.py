@@ -676,7 +676,13 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         owns an atom). Each would add an eigenvalue 1 and crowd the real
         clusters out of the leading eigenvectors, so they are left out of the
         eigenproblem and their points join the cluster of the nearest kept
-        atom. 0 gives the plain embedding of the paper (SPEC section 6).
+        atom. Likewise, eigenvectors spread over less than this fraction of
+        the points (localised modes: a few points hoarding an atom, joined
+        to the rest by a faint edge, give an eigenvalue just below 1) do not
+        count towards the ``n_clusters_`` eigenvectors of the embedding,
+        which extends to the next spread ones (the localised columns stay:
+        see ``fastkds.spectral.BipartiteSpectrum.n_columns``). 0 gives the
+        plain embedding of the paper (SPEC section 6).
     n_init : int, default=10
         k-means restarts.
     max_clusters : int, default=20
@@ -685,8 +691,11 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
     Attributes
     ----------
     labels_ : ndarray of shape (n_samples,)
-    embedding_ : ndarray of shape (n_samples, n_clusters_)
-        Row-normalised spectral embedding the k-means ran on.
+    embedding_ : ndarray of shape (n_samples, n_columns)
+        Row-normalised spectral embedding the k-means ran on: the leading
+        eigenvectors up to the ``n_clusters_``-th spread one, so
+        ``n_columns = spectrum_.n_columns(n_clusters_)``, which is
+        ``n_clusters_`` unless localised modes lead (see ``min_component``).
     eigenvalues_ : ndarray
         Eigenvalues of the atom-side matrix M, decreasing; the multiplicity
         of 1 counts connected components of the code graph.
@@ -833,7 +842,7 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X):
-        """Row-normalised spectral embedding of ``X`` (n_samples x ``n_clusters_``)."""
+        """Row-normalised spectral embedding of ``X`` (n_samples x ``spectrum_.n_columns(n_clusters_)``)."""
         check_is_fitted(self)
         if _dask.is_dask_array(X):
             return _dask.transform_clustering(self, X)

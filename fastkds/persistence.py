@@ -113,6 +113,7 @@ def _put_spectrum(entries, prefix, spectrum):
     for name in _SPECTRUM_ARRAYS:
         _put_array(entries, prefix + name.lstrip("_"), getattr(spectrum, name))
     entries[f"{prefix}attributes"] = _to_json({"n_outlier_atoms": spectrum.n_outlier_atoms})
+    _put_array(entries, f"{prefix}spread", spectrum.spread)
     if spectrum._stand_in is not None:
         out, nearest = spectrum._stand_in
         _put_array(entries, f"{prefix}stand_in_out", out)
@@ -276,6 +277,9 @@ def _get_spectrum(reader, prefix):
     for name in _SPECTRUM_ARRAYS:
         setattr(spectrum, name, reader.array(prefix + name.lstrip("_")))
     spectrum.n_outlier_atoms = reader.json(f"{prefix}attributes")["n_outlier_atoms"]
+    # files written before localised modes were marked: every mode counts
+    has_spread = reader.has(f"{prefix}spread")
+    spectrum.spread = reader.array(f"{prefix}spread") if has_spread else np.ones(spectrum.eigenvalues.size, dtype=bool)
     spectrum._stand_in = None
     if reader.has(f"{prefix}stand_in_out"):
         spectrum._stand_in = (reader.array(f"{prefix}stand_in_out"), reader.array(f"{prefix}stand_in_nearest"))

@@ -29,6 +29,13 @@ class BipartiteSpectrum:
         eigenvalue 1, and a few of them crowd the real clusters out of the
         leading eigenvectors. They are left out of the eigenproblem; their
         atoms take the embedding of the nearest kept atom in ``atoms``.
+        The same threshold marks *localised modes*: eigenvectors spread
+        over fewer than this fraction of the points (see :func:`mode_sizes`).
+        A few points that put nearly all their weight on an atom of their
+        own, joined to the rest by a faint edge, are not a separate
+        component, but they make an eigenvalue just below 1 all the same.
+        Localised modes do not count towards the k eigenvectors of a
+        k-cluster embedding (:meth:`n_columns`).
     atoms : ndarray of shape (m, d) or None
         The dictionary, to find those nearest kept atoms. Without it the
         outliers' atoms embed at the origin.
@@ -40,6 +47,9 @@ class BipartiteSpectrum:
         ``s_j = 0`` have no edge and are left out). The multiplicity of the
         eigenvalue 1 is the number of connected components of the graph.
     eigenvectors : ndarray of shape (m_used, m_used)
+    spread : ndarray of bool, shape (m_used,)
+        Eigenvectors spread over at least ``min_component`` of the points;
+        the others are localised modes (all True when ``min_component`` is 0).
     used : ndarray of bool, shape (m,)
         Atoms in the eigenproblem: used by some point, and not in an outlier
         component.
@@ -70,6 +80,12 @@ class BipartiteSpectrum:
         self.eigenvalues = np.clip(vals[order], 0.0, None)
         self.eigenvectors = vecs[:, order]
         self._inv_sqrt_s = r
+        self.spread = np.ones(order.size, dtype=bool)
+        if min_component > 0:
+            # the degrees of the kept atoms sum to the points in the eigenproblem
+            spread = mode_sizes(self.eigenvectors, s[self.used]) >= min_component * s[self.used].sum()
+            if spread.any():  # nothing spread: every mode counts
+                self.spread = spread
 
     def _outlier_atoms(self, XtX, s, min_component):
         """Atoms in components of the atom graph with a small share of the degree."""
@@ -89,20 +105,37 @@ class BipartiteSpectrum:
         return outliers
 
     def eigengap(self, max_clusters=None):
-        """Number of clusters from the largest gap ``lambda_k - lambda_{k+1}``, k >= 2."""
-        ev = self.eigenvalues
+        """Number of clusters from the largest gap ``lambda_k - lambda_{k+1}``, k >= 2,
+        among the eigenvalues of the spread modes."""
+        ev = self.eigenvalues[self.spread]
         kmax = ev.size - 1 if max_clusters is None else min(max_clusters, ev.size - 1)
         if kmax < 2:
             return 1
         gaps = ev[1:kmax] - ev[2 : kmax + 1]
         return int(np.argmax(gaps)) + 2
 
-    def projection(self, k):
-        """The m x k matrix P with ``U = X P`` (zero rows for unused atoms)."""
-        if k > self.eigenvalues.size:
+    def n_columns(self, k):
+        """Columns of the k-cluster embedding: the leading eigenvectors up to
+        the k-th spread one.
+
+        Localised modes among them do not count towards k, but they stay in
+        the embedding: where a localised mode's eigenvalue nearly equals a
+        cluster mode's, the eigensolver returns mixtures of the two, and the
+        cluster's direction is then shared between them. For the points
+        outside a localised mode's few atoms its column is nearly zero.
+        """
+        spread = int(self.spread.sum())
+        if k > spread:
             raise ValueError(
-                f"n_clusters={k} exceeds the {self.eigenvalues.size} atoms in use by the codes"
+                f"n_clusters={k} exceeds the {spread} modes of the code graph "
+                f"(one per atom in use by the codes, less {self.spread.size - spread} localised)"
             )
+        return int(np.searchsorted(np.cumsum(self.spread), k)) + 1
+
+    def projection(self, k):
+        """The m x c matrix P with ``U = X P`` (zero rows for unused atoms),
+        ``c = n_columns(k)``: k unless localised modes lead."""
+        k = self.n_columns(k)
         sigma = np.sqrt(np.maximum(self.eigenvalues[:k], np.finfo(np.float64).eps))
         P = np.zeros((self.used.size, k))
         P[self.used] = self._inv_sqrt_s[:, None] * self.eigenvectors[:, :k] / sigma
@@ -112,8 +145,33 @@ class BipartiteSpectrum:
         return P
 
     def embed(self, codes, k):
-        """Spectral embedding (n x k) of points from their codes (sparse or dense)."""
+        """Spectral embedding (n x ``n_columns(k)``) of points from their codes (sparse or dense)."""
         return np.asarray(codes @ self.projection(k))
+
+
+def mode_sizes(eigenvectors, s):
+    """Number of points each eigenvector of M is spread over.
+
+    The degree-weighted participation ratio ``1 / sum_j v_j^4 / s_j`` of a
+    unit eigenvector v of ``M = diag(s)^(-1/2) X^T X diag(s)^(-1/2)``. For
+    the eigenvector of a connected component of the code graph,
+    ``v_j = sqrt(s_j / S)`` on its atoms (S the sum of their degrees), so
+    the ratio is S: the number of points in the component (each point has
+    degree 1). A mode concentrated on one atom of degree s_j has size s_j.
+
+    Parameters
+    ----------
+    eigenvectors : ndarray of shape (m, p)
+        Unit eigenvectors of M, as columns.
+    s : ndarray of shape (m,)
+        Atom degrees (all > 0).
+
+    Returns
+    -------
+    sizes : ndarray of shape (p,)
+    """
+    v2 = np.asarray(eigenvectors, dtype=np.float64) ** 2
+    return 1.0 / ((v2 * v2) / np.asarray(s, dtype=np.float64)[:, None]).sum(axis=0)
 
 
 def normalize_rows(U, *, copy=True):

@@ -1,0 +1,111 @@
+"""Localised modes of the code graph: sized by mode_sizes, not counted towards k."""
+
+import numpy as np
+import pytest
+from sklearn.cluster import KMeans
+
+from fastkds import KDSClustering, clustering_accuracy, load
+from fastkds.spectral import BipartiteSpectrum, mode_sizes, normalize_rows
+
+
+def _faint_codes(rng):
+    """Three clusters of 300 points over 4 atoms each, linked to the next
+    cluster by 60 points that put 0.1 on one of its atoms, and two points that
+    put 0.999 on an atom of their own and 0.001 on atom 0 (a faint edge)."""
+    a = 4
+    m = 3 * a + 1
+    blocks = []
+    for b in range(3):
+        X = np.zeros((300, m))
+        X[:, b * a : (b + 1) * a] = rng.dirichlet(np.ones(a), 300)
+        X[:60] *= 0.9
+        X[:60, ((b + 1) % 3) * a] += 0.1
+        blocks.append(X)
+    hoard = np.zeros((2, m))
+    hoard[:, -1] = 0.999
+    hoard[:, 0] = 0.001
+    return np.vstack(blocks + [hoard]), np.repeat([0, 1, 2], 300)
+
+
+def test_mode_size_of_a_component_is_its_number_of_points():
+    rng = np.random.default_rng(0)
+    X = np.zeros((70, 6))
+    X[:50, :3] = rng.dirichlet(np.ones(3), 50)
+    X[50:, 3:] = rng.dirichlet(np.ones(3), 20)
+    s = X.sum(axis=0)
+    # the eigenvector of eigenvalue 1 of each component: sqrt(s_j / S) on its atoms
+    V = np.zeros((6, 2))
+    V[:3, 0] = np.sqrt(s[:3] / s[:3].sum())
+    V[3:, 1] = np.sqrt(s[3:] / s[3:].sum())
+    M = (X.T @ X) / np.sqrt(np.outer(s, s))
+    np.testing.assert_allclose(M @ V, V, atol=1e-12)  # they are eigenvectors
+    np.testing.assert_allclose(mode_sizes(V, s), [50, 20], rtol=1e-12)
+    # a mode on a single atom has that atom's degree as its size
+    np.testing.assert_allclose(mode_sizes(np.eye(6)[:, [4]], s), [s[4]], rtol=1e-12)
+
+
+def test_trivial_mode_spans_all_points():
+    rng = np.random.default_rng(1)
+    X, _ = _faint_codes(rng)
+    spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0))
+    np.testing.assert_allclose(spec.eigenvalues[0], 1.0, atol=1e-12)
+    np.testing.assert_allclose(mode_sizes(spec.eigenvectors[:, :1], X.sum(axis=0)), [X.shape[0]], rtol=1e-9)
+
+
+def test_localised_mode_does_not_count_towards_k():
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        X, y = _faint_codes(rng)
+        s = X.sum(axis=0)
+        # plain (the paper's): the two hoarding points' mode is the second
+        # eigenvector, above two of the three clusters' modes, and takes one
+        # of the three columns of the embedding
+        plain = BipartiteSpectrum(X.T @ X, s, min_component=0.0)
+        assert plain.n_outlier_atoms == 0  # not a separate component
+        sizes = mode_sizes(plain.eigenvectors, s)
+        assert sizes[1] < 3 and plain.eigenvalues[1] > plain.eigenvalues[2]
+        assert plain.spread.all() and plain.n_columns(3) == 3
+        # with min_component it is marked localised: the embedding extends
+        # to the third spread mode, and the clusters are found
+        robust = BipartiteSpectrum(X.T @ X, s, min_component=0.01)
+        np.testing.assert_array_equal(robust.eigenvalues, plain.eigenvalues)
+        assert not robust.spread[1] and robust.spread[[0, 2, 3]].all()
+        assert robust.n_columns(3) == 4
+        assert robust.projection(3).shape == (13, 4)
+        U = normalize_rows(robust.embed(X, 3))
+        labels = KMeans(3, n_init=10, random_state=0).fit_predict(U)
+        assert clustering_accuracy(y, labels[:900]) == 1.0
+        # the eigengap counts spread modes only: three clusters
+        assert robust.eigengap(10) == 3
+
+
+def test_too_many_clusters_for_the_spread_modes_fails_clearly():
+    X, _ = _faint_codes(np.random.default_rng(0))
+    spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0), min_component=0.01)
+    n_spread = int(spec.spread.sum())
+    assert spec.n_columns(n_spread) <= spec.eigenvalues.size
+    with pytest.raises(ValueError, match="localised"):
+        spec.projection(n_spread + 1)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_model_file_without_spread_loads_with_every_mode_counted(tmp_path):
+    rng = np.random.default_rng(0)
+    Y = np.r_[rng.normal(size=(150, 2)), rng.normal(size=(150, 2)) + [8, 0]]
+    model = KDSClustering(2, n_atoms=12, lam=1.0, n_iter=30, max_epochs=5, random_state=0).fit(Y)
+    path = tmp_path / "model.npz"
+    model.save(path)
+    with np.load(path) as npz:  # as written before localised modes were marked
+        entries = {name: npz[name] for name in npz.files if name != "spectrum_.spread"}
+    old = tmp_path / "old.npz"
+    np.savez(old, **entries)
+    loaded = load(old)
+    assert loaded.spectrum_.spread.all() and loaded.spectrum_.spread.size == loaded.eigenvalues_.size
+    np.testing.assert_array_equal(loaded.predict(Y), model.predict(Y))
+
+
+def test_nothing_large_keeps_every_mode():
+    rng = np.random.default_rng(2)
+    X, _ = _faint_codes(rng)
+    spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0), min_component=2.0)  # no mode has 2n points
+    assert spec.spread.all() and spec.n_columns(3) == 3
