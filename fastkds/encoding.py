@@ -5,6 +5,7 @@ The functions here validate, allocate and call the kernels of
 :mod:`fastkds._kernels`; the estimators build on them.
 """
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
@@ -158,7 +159,7 @@ class PreparedDictionary:
                 )
         _kernels.encode_codes(
             B, yy, self.G, self.G_padded, self.W, self.ww, self.alpha, self.lam, self.beta, self.ks,
-            counts, slot_idx, slot_val, obj,
+            counts, slot_idx, slot_val, obj, numba.get_num_threads(),
         )
         return counts, slot_idx, slot_val, obj
 

@@ -128,7 +128,7 @@ def test_chunked_equals_single_chunk(d, dtype):
         np.testing.assert_allclose(many.toarray(), one.toarray(), rtol=0, atol=atol)
 
 
-def encode_rows(prep, B, yy):
+def encode_rows(prep, B, yy, n_threads=2):
     """The encoder kernel on given products ``B = Y W^T``: dense codes, objectives."""
     from fastkds import _kernels
 
@@ -139,7 +139,7 @@ def encode_rows(prep, B, yy):
     obj = np.empty(n, dtype=B.dtype)
     _kernels.encode_codes(
         np.ascontiguousarray(B), np.ascontiguousarray(yy), prep.G, prep.G_padded, prep.W, prep.ww,
-        prep.alpha, prep.lam, prep.beta, prep.ks, counts, slot_idx, slot_val, obj,
+        prep.alpha, prep.lam, prep.beta, prep.ks, counts, slot_idx, slot_val, obj, n_threads,
     )
     X = np.empty((n, m), dtype=B.dtype)
     _kernels.slots_to_dense(counts, slot_idx, slot_val, X)
@@ -181,12 +181,10 @@ def test_kernel_chunks_bitwise_identical(d, m, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("d,m", KERNEL_PATHS[:3])
 def test_lockstep_code_independent_of_neighbours(d, m, dtype):
-    """The lockstep encoder groups points (sorted by nearest atom, blocks of
-    2048): a point's code and objective must be bitwise the same whatever the
-    other points are. Shuffled, several sort blocks and a short last group."""
-    from fastkds import _kernels
-
-    n = 2 * _kernels.SORT_BLOCK + 37
+    """The lockstep encoder groups points (sorted by nearest atom in blocks):
+    a point's code and objective must be bitwise the same whatever the other
+    points are. Shuffled, alone, other block sizes, short last groups."""
+    n = 6037  # several sort blocks at n_threads=2 (and 7), short last groups
     Y, W = make_problem(11, n, d, m, dtype)
     prep = PreparedDictionary(W, 1.5, 25, dtype)
     B = Y @ prep.W.T
@@ -198,6 +196,10 @@ def test_lockstep_code_independent_of_neighbours(d, m, dtype):
     assert objp.tobytes() == obj[perm].tobytes()
     X1, obj1 = encode_rows(prep, B[5:6], yy[5:6])  # alone in its group
     assert X1.tobytes() == X[5:6].tobytes() and obj1.tobytes() == obj[5:6].tobytes()
+    Xt, objt = encode_rows(prep, B, yy, n_threads=7)  # split into finer sort blocks
+    assert Xt.tobytes() == X.tobytes() and objt.tobytes() == obj.tobytes()
+    X1, obj1 = encode_rows(prep, B[1000:1000 + 5000], yy[1000:1000 + 5000], n_threads=1)
+    assert X1.tobytes() == X[1000:6000].tobytes() and obj1.tobytes() == obj[1000:6000].tobytes()
     sample = np.random.default_rng(1).choice(n, 300, replace=False)
     np.testing.assert_allclose(X[sample], _naive.encode(Y[sample], W.astype(dtype), 1.5, 25), rtol=0, atol=TOL[dtype])
 
