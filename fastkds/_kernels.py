@@ -351,8 +351,10 @@ def point_products(Y, W, B, yy):
     n, d = Y.shape
     m = W.shape[0]
     n_blocks = (n + BLOCK - 1) // BLOCK
-    b_max = np.zeros(n_blocks)
-    y_max = np.zeros(n_blocks)
+    # no array expressions here: in a parallel function each becomes another
+    # parallel loop to compile
+    b_max = np.empty(n_blocks)
+    y_max = np.empty(n_blocks)
     for blk in prange(n_blocks):
         lo = blk * BLOCK
         hi = min(lo + BLOCK, n)
@@ -374,9 +376,14 @@ def point_products(Y, W, B, yy):
                 av = abs(np.float64(a))
                 if not av <= bm:
                     bm = av if av > bm else np.inf
-        b_max[blk] = bm if np.isfinite(ym) else np.inf
+        b_max[blk] = bm if ym < np.inf else np.inf
         y_max[blk] = ym
-    return b_max.max() if n_blocks else 0.0, y_max.max() if n_blocks else 0.0
+    bm = 0.0
+    ym = 0.0
+    for blk in range(n_blocks):
+        bm = max(bm, b_max[blk])
+        ym = max(ym, y_max[blk])
+    return bm, ym
 
 
 # --------------------------------------------------------------------------
@@ -437,14 +444,14 @@ def _sort_by_nearest_atom(B, ww, lo, hi, near, starts, pts):
         starts[near[p]] += 1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _v_d2(ac, z, r, w0, w1, j, l):
     """Entry (j, l) of ``v = ac + z - alpha (z W) W^T`` with two features,
     ``w = alpha W[j]``: the one formula for it, inlined into fused loops."""
     return (ac[j, l] + z[j, l]) - (w0 * r[0, l] + w1 * r[1, l])
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _group_v_row(j, ac, z, v, r, aW):
     """Row j of ``v = ac + z - alpha (z W) W^T`` for every lane of a group,
     from ``r = z W`` (d numbers per lane)."""
@@ -682,7 +689,6 @@ def _encode_group(
         flag[j] = 0
 
 
-@njit(parallel=True, cache=True)
 def encode_codes(B, yy, G, Gp, W, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj, n_threads):
     """Encode a chunk of points: codes as per-row slots, and objectives.
 
@@ -709,68 +715,98 @@ def encode_codes(B, yy, G, Gp, W, ww, alpha, lam, beta, ks, counts, slot_idx, sl
     groups (:func:`_encode_group`), otherwise one by one
     (:func:`_encode_point`); the same iteration either way.
     """
-    n, m = B.shape
-    d = W.shape[1]
-    if d <= LOCKSTEP_MAX_FEATURES:
-        aW = alpha * W
-        L = LANE_BYTES // B.itemsize
-        n_blocks = max((n + SORT_BLOCK - 1) // SORT_BLOCK, min(4 * n_threads, (n + 1023) // 1024))
-        size = (n + n_blocks - 1) // n_blocks
-        for blk in prange(n_blocks):
-            dt = B.dtype
-            ac = np.empty((m, L), dtype=dt)
-            v = np.empty((m, L), dtype=dt)
-            z = np.empty((m, L), dtype=dt)
-            x = np.empty((m, L), dtype=dt)
-            bt = np.empty((m, L), dtype=dt)
-            r = np.empty((d, L), dtype=dt)
-            yl = np.empty(L, dtype=dt)
-            tau = np.empty(L, dtype=dt)
-            sm = np.empty(L, dtype=dt)
-            cnt = np.empty(L, dtype=dt)
-            mis = np.empty(L, dtype=dt)
-            act = np.empty(m, dtype=np.int64)
-            xs = np.empty(m, dtype=np.int64)
-            cand = np.empty(m, dtype=np.int64)
-            flag = np.zeros(m, dtype=np.int64)
-            starts = np.empty(m + 1, dtype=np.int64)
-            lo = min(blk * size, n)
-            hi = min(lo + size, n)
-            near = np.empty(hi - lo, dtype=np.int64)
-            pts = np.empty(hi - lo, dtype=np.int64)
-            _sort_by_nearest_atom(B, ww, lo, hi, near, starts, pts)
-            for i0 in range(0, hi - lo, L):
-                _encode_group(
-                    B, yy, G, W, aW, ww, alpha, lam, beta, ks, pts, i0, hi - lo,
-                    counts, slot_idx, slot_val, obj, ac, v, z, x, bt, yl, r, act, xs, cand, flag,
-                    tau, sm, cnt, mis,
-                )
-        return
-    mp = Gp.shape[1]
+    # two parallel kernels, not one with a branch: each compiles only when
+    # used, and a parallel function compiles slowly in proportion to its body
+    if W.shape[1] <= LOCKSTEP_MAX_FEATURES:
+        aW = (alpha * W).astype(W.dtype)
+        _encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj, n_threads)
+    else:
+        _encode_codes_points(B, yy, Gp, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj)
+
+
+@njit(parallel=True, cache=True)
+def _encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj, n_threads):
+    n = B.shape[0]
+    n_blocks = max((n + SORT_BLOCK - 1) // SORT_BLOCK, min(4 * n_threads, (n + 1023) // 1024))
+    size = (n + n_blocks - 1) // n_blocks
+    for blk in prange(n_blocks):
+        _encode_block_lockstep(
+            B, yy, G, W, aW, ww, alpha, lam, beta, ks, min(blk * size, n), min(blk * size + size, n),
+            counts, slot_idx, slot_val, obj,
+        )
+
+
+@njit(parallel=True, cache=True)
+def _encode_codes_points(B, yy, Gp, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj):
+    n = B.shape[0]
     n_blocks = (n + BLOCK - 1) // BLOCK
     for blk in prange(n_blocks):
-        x = np.zeros(mp, dtype=B.dtype)
-        ac = np.full(mp, -np.inf, dtype=B.dtype)
-        v = np.empty(mp, dtype=B.dtype)
-        z = np.zeros(mp, dtype=B.dtype)
-        ins = np.zeros(mp, dtype=np.int64)
-        dist = np.empty(m, dtype=B.dtype)
-        xold = np.empty(mp, dtype=B.dtype)
-        cand = np.empty(mp, dtype=np.int64)
-        zidx = np.empty(2 * mp, dtype=np.int64)
-        xs = np.empty(mp, dtype=np.int64)
-        lo = blk * BLOCK
-        hi = min(lo + BLOCK, n)
-        for i in range(lo, hi):
-            obj[i], nx = _encode_point(
-                B[i], yy[i], Gp, ww, alpha, lam, beta, ks, x, ac, dist, v, z, ins, cand, zidx, xs, xold
-            )
-            for q in range(nx):
-                j = xs[q]
-                slot_idx[i, q] = j
-                slot_val[i, q] = x[j]
-                x[j] = ks[0]
-            counts[i] = nx
+        _encode_block_points(
+            B, yy, Gp, ww, alpha, lam, beta, ks, blk * BLOCK, min(blk * BLOCK + BLOCK, n),
+            counts, slot_idx, slot_val, obj,
+        )
+
+
+@njit(cache=True, nogil=True)
+def _encode_block_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, lo, hi, counts, slot_idx, slot_val, obj):
+    """Rows ``lo..hi-1`` by the lockstep encoder, sorted by nearest atom."""
+    m = B.shape[1]
+    d = W.shape[1]
+    dt = B.dtype
+    L = LANE_BYTES // B.itemsize
+    ac = np.empty((m, L), dtype=dt)
+    v = np.empty((m, L), dtype=dt)
+    z = np.empty((m, L), dtype=dt)
+    x = np.empty((m, L), dtype=dt)
+    bt = np.empty((m, L), dtype=dt)
+    r = np.empty((d, L), dtype=dt)
+    yl = np.empty(L, dtype=dt)
+    tau = np.empty(L, dtype=dt)
+    sm = np.empty(L, dtype=dt)
+    cnt = np.empty(L, dtype=dt)
+    mis = np.empty(L, dtype=dt)
+    act = np.empty(m, dtype=np.int64)
+    xs = np.empty(m, dtype=np.int64)
+    cand = np.empty(m, dtype=np.int64)
+    flag = np.zeros(m, dtype=np.int64)
+    starts = np.empty(m + 1, dtype=np.int64)
+    near = np.empty(hi - lo, dtype=np.int64)
+    pts = np.empty(hi - lo, dtype=np.int64)
+    _sort_by_nearest_atom(B, ww, lo, hi, near, starts, pts)
+    for i0 in range(0, hi - lo, L):
+        _encode_group(
+            B, yy, G, W, aW, ww, alpha, lam, beta, ks, pts, i0, hi - lo,
+            counts, slot_idx, slot_val, obj, ac, v, z, x, bt, yl, r, act, xs, cand, flag,
+            tau, sm, cnt, mis,
+        )
+
+
+@njit(cache=True, nogil=True)
+def _encode_block_points(B, yy, Gp, ww, alpha, lam, beta, ks, lo, hi, counts, slot_idx, slot_val, obj):
+    """Rows ``lo..hi-1`` by the per-point encoder."""
+    m = B.shape[1]
+    mp = Gp.shape[1]
+    dt = B.dtype
+    x = np.zeros(mp, dtype=dt)
+    ac = np.full(mp, -np.inf, dtype=dt)
+    v = np.empty(mp, dtype=dt)
+    z = np.zeros(mp, dtype=dt)
+    ins = np.zeros(mp, dtype=np.int64)
+    dist = np.empty(m, dtype=dt)
+    xold = np.empty(mp, dtype=dt)
+    cand = np.empty(mp, dtype=np.int64)
+    zidx = np.empty(2 * mp, dtype=np.int64)
+    xs = np.empty(mp, dtype=np.int64)
+    for i in range(lo, hi):
+        obj[i], nx = _encode_point(
+            B[i], yy[i], Gp, ww, alpha, lam, beta, ks, x, ac, dist, v, z, ins, cand, zidx, xs, xold
+        )
+        for q in range(nx):
+            j = xs[q]
+            slot_idx[i, q] = j
+            slot_val[i, q] = x[j]
+            x[j] = ks[0]
+        counts[i] = nx
 
 
 @njit(parallel=True, cache=True)
