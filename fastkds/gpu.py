@@ -1302,6 +1302,15 @@ class CudaPreparedDictionary:
         s.synchronize()
         return buffers.h_X[:n], buffers.h_obj[:n]
 
+    def encode_csr(self, Y, buffers=None):
+        """CSR triple and per-point objectives of a chunk ``Y``: the contract
+        of :meth:`PreparedDictionary.encode_csr`, so that the CPU epoch loop
+        takes this dictionary too (dense codes copied back, CSR on the host)."""
+        from .encoding import csr_from_dense
+
+        X, obj = self.encode_dense(Y, buffers)
+        return csr_from_dense(X), obj
+
 
 def _buffer_sets(buffers, prepared, chunk_size, n):
     """The buffer sets a pass uses: the caller's (one CudaBuffers or a
