@@ -726,14 +726,43 @@ def encode_codes(B, yy, G, Gp, W, ww, alpha, lam, beta, ks, counts, slot_idx, sl
 
 @njit(parallel=True, cache=True)
 def _encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj, n_threads):
-    n = B.shape[0]
+    n, m = B.shape
+    d = W.shape[1]
+    L = LANE_BYTES // B.itemsize
     n_blocks = max((n + SORT_BLOCK - 1) // SORT_BLOCK, min(4 * n_threads, (n + 1023) // 1024))
     size = (n + n_blocks - 1) // n_blocks
+    # the block's work is written out here, not in a function of its own:
+    # Numba optimises a callee's code again inside each caller, and in the
+    # parallel loop that is the slowest compile of all
     for blk in prange(n_blocks):
-        _encode_block_lockstep(
-            B, yy, G, W, aW, ww, alpha, lam, beta, ks, min(blk * size, n), min(blk * size + size, n),
-            counts, slot_idx, slot_val, obj,
-        )
+        dt = B.dtype
+        ac = np.empty((m, L), dtype=dt)
+        v = np.empty((m, L), dtype=dt)
+        z = np.empty((m, L), dtype=dt)
+        x = np.empty((m, L), dtype=dt)
+        bt = np.empty((m, L), dtype=dt)
+        r = np.empty((d, L), dtype=dt)
+        yl = np.empty(L, dtype=dt)
+        tau = np.empty(L, dtype=dt)
+        sm = np.empty(L, dtype=dt)
+        cnt = np.empty(L, dtype=dt)
+        mis = np.empty(L, dtype=dt)
+        act = np.empty(m, dtype=np.int64)
+        xs = np.empty(m, dtype=np.int64)
+        cand = np.empty(m, dtype=np.int64)
+        flag = np.zeros(m, dtype=np.int64)
+        starts = np.empty(m + 1, dtype=np.int64)
+        lo = min(blk * size, n)
+        hi = min(lo + size, n)
+        near = np.empty(hi - lo, dtype=np.int64)
+        pts = np.empty(hi - lo, dtype=np.int64)
+        _sort_by_nearest_atom(B, ww, lo, hi, near, starts, pts)
+        for i0 in range(0, hi - lo, L):
+            _encode_group(
+                B, yy, G, W, aW, ww, alpha, lam, beta, ks, pts, i0, hi - lo,
+                counts, slot_idx, slot_val, obj, ac, v, z, x, bt, yl, r, act, xs, cand, flag,
+                tau, sm, cnt, mis,
+            )
 
 
 @njit(parallel=True, cache=True)
@@ -744,40 +773,6 @@ def _encode_codes_points(B, yy, Gp, ww, alpha, lam, beta, ks, counts, slot_idx, 
         _encode_block_points(
             B, yy, Gp, ww, alpha, lam, beta, ks, blk * BLOCK, min(blk * BLOCK + BLOCK, n),
             counts, slot_idx, slot_val, obj,
-        )
-
-
-@njit(cache=True, nogil=True)
-def _encode_block_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, lo, hi, counts, slot_idx, slot_val, obj):
-    """Rows ``lo..hi-1`` by the lockstep encoder, sorted by nearest atom."""
-    m = B.shape[1]
-    d = W.shape[1]
-    dt = B.dtype
-    L = LANE_BYTES // B.itemsize
-    ac = np.empty((m, L), dtype=dt)
-    v = np.empty((m, L), dtype=dt)
-    z = np.empty((m, L), dtype=dt)
-    x = np.empty((m, L), dtype=dt)
-    bt = np.empty((m, L), dtype=dt)
-    r = np.empty((d, L), dtype=dt)
-    yl = np.empty(L, dtype=dt)
-    tau = np.empty(L, dtype=dt)
-    sm = np.empty(L, dtype=dt)
-    cnt = np.empty(L, dtype=dt)
-    mis = np.empty(L, dtype=dt)
-    act = np.empty(m, dtype=np.int64)
-    xs = np.empty(m, dtype=np.int64)
-    cand = np.empty(m, dtype=np.int64)
-    flag = np.zeros(m, dtype=np.int64)
-    starts = np.empty(m + 1, dtype=np.int64)
-    near = np.empty(hi - lo, dtype=np.int64)
-    pts = np.empty(hi - lo, dtype=np.int64)
-    _sort_by_nearest_atom(B, ww, lo, hi, near, starts, pts)
-    for i0 in range(0, hi - lo, L):
-        _encode_group(
-            B, yy, G, W, aW, ww, alpha, lam, beta, ks, pts, i0, hi - lo,
-            counts, slot_idx, slot_val, obj, ac, v, z, x, bt, yl, r, act, xs, cand, flag,
-            tau, sm, cnt, mis,
         )
 
 
