@@ -127,7 +127,7 @@ def experiments(quick=False):
             Experiment("moons", "noisy moons", 2, 12, 5.0, 15, 2, max_epochs=10, paper_n=5000),
             Experiment("mnist5", "MNIST-5", 5, 30, 0.5, 30, 1, max_epochs=3, subdir="mnist", paper_n=5000),
             Experiment("yaleb", "Yale B, 2 faces", 2, 8, 0.1, 20, 1, max_epochs=2, subdir="yaleb", paper_n=128,
-                       preprocess="minmax", options=dict(_YALEB_TRAINING, batch_size=4)),
+                       preprocess="unit_norm", options=dict(_YALEB_TRAINING, batch_size=4)),
             Experiment("salinas", "Salinas-A", 6, 12, 1.0, 30, 1, max_epochs=3, subdir="salinasA", paper_n=7138,
                        preprocess="standardize", options=_SALINAS_TRAINING),
         ]
@@ -144,10 +144,10 @@ def experiments(quick=False):
         ),
         Experiment(
             "yaleb", "Yale B, 2 faces", 2, 64, 0.1, 50, 5, max_epochs=15, subdir="yaleb", paper_n=128,
-            preprocess="minmax", options=_YALEB_TRAINING,
+            preprocess="unit_norm", options=_YALEB_TRAINING,
             note="the paper's training (unrolled solver, Adam lr 1e-4, 15 epochs, batch 1, random "
-            "initial atoms, fixed step) on pixels scaled to [0, 1] each (the paper's P1, the best of "
-            "its three preprocessings; docs/experiments.md gives the other two)",
+            "initial atoms, fixed step) on images scaled to unit norm (the paper's P3, as in its code; "
+            "the best of its three preprocessings here too, docs/experiments.md)",
         ),
         Experiment(
             "salinas", "Salinas-A", 6, 25, 1.0, 100, 10, max_epochs=50, subdir="salinasA", paper_n=7138,
