@@ -166,7 +166,7 @@ def circles_grid(quick=False, seeds=None):
     Parameters
     ----------
     quick : bool, default=False
-        A 2 x 2 grid on 300 points (the full grid: 7 x 7 on 6000 points).
+        A 2 x 2 grid on 1000 points (the full grid: 7 x 7 on 6000 points).
     seeds : int or None
         Seeds per cell (default 1; the heat map shows their mean).
 
@@ -175,8 +175,11 @@ def circles_grid(quick=False, seeds=None):
     CirclesGrid
     """
     if quick:
-        # on 300 points lam=50, T=100 leaves the code graph in pieces
-        return CirclesGrid((6, 12), (0.2, 0.5), 300, 5.0, 30, seeds or 1)
+        # 1000 points, lam=2: at m=24 the code graph has exactly two pieces, the
+        # two circles (delta=0.5, seeds 0-5). On 300 points with m=12 and lam=5
+        # it fell into 3-7 pieces, and which two clusters k-means found hung on
+        # rounding in the eigenvectors of the repeated eigenvalue 1.
+        return CirclesGrid((6, 24), (0.2, 0.5), 1000, 2.0, 30, seeds or 1)
     # lam=50, T=100: sharp, local codes. With the moons' lam=5, T=30 the codes
     # of one circle reach the atoms of the other and the dictionary step pulls
     # every atom between the circles (measured at delta=0.05, m=100..200).
