@@ -471,10 +471,7 @@ def _group_v_row(j, ac, z, v, r, aW):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _encode_group(
-    B, yy, G, W, aW, ww, alpha, lam, beta, ks, pts, i0, n_pts,
-    counts, slot_idx, slot_val, obj, ac, v, z, x, bt, yl, r, act, xs, cand, flag, tau, sm, cnt, mis,
-):
+def _encode_group(B, yy, G, W, aW, ww, alpha, lam, beta, ks, pts, i0, n_pts, counts, slot_idx, slot_val, obj, rows, r, lanes, idx):
     """Encode the points ``pts[i0:i0 + L]`` together, one per lane.
 
     The iteration of SPEC 3 in the direct form ``v = ac + z - alpha (z W) W^T``
@@ -489,8 +486,14 @@ def _encode_group(
     nonzero in some lane: bit 0 for x (listed in ``xs``), bit 1 for z
     (``act``), bit 2 for this iteration's candidates (``cand``).
 
-    A short last group repeats its last point in the spare lanes.
+    A short last group repeats its last point in the spare lanes. Scratch:
+    ``rows`` (5, m, L) holds ac, v, z, x and the transposed b; ``r`` (d, L);
+    ``lanes`` (5, L) holds ||y||^2, tau and three per-lane sums; ``idx``
+    (4, m) the row lists act, xs, cand and flag.
     """
+    ac, v, z, x, bt = rows[0], rows[1], rows[2], rows[3], rows[4]
+    yl, tau, sm, cnt, mis = lanes[0], lanes[1], lanes[2], lanes[3], lanes[4]
+    act, xs, cand, flag = idx[0], idx[1], idx[2], idx[3]
     m = B.shape[1]
     L = v.shape[1]
     d = W.shape[1]
@@ -735,22 +738,10 @@ def _encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, sl
     # Numba optimises a callee's code again inside each caller, and in the
     # parallel loop that is the slowest compile of all
     for blk in prange(n_blocks):
-        dt = B.dtype
-        ac = np.empty((m, L), dtype=dt)
-        v = np.empty((m, L), dtype=dt)
-        z = np.empty((m, L), dtype=dt)
-        x = np.empty((m, L), dtype=dt)
-        bt = np.empty((m, L), dtype=dt)
-        r = np.empty((d, L), dtype=dt)
-        yl = np.empty(L, dtype=dt)
-        tau = np.empty(L, dtype=dt)
-        sm = np.empty(L, dtype=dt)
-        cnt = np.empty(L, dtype=dt)
-        mis = np.empty(L, dtype=dt)
-        act = np.empty(m, dtype=np.int64)
-        xs = np.empty(m, dtype=np.int64)
-        cand = np.empty(m, dtype=np.int64)
-        flag = np.zeros(m, dtype=np.int64)
+        rows = np.empty((5, m, L), dtype=B.dtype)
+        r = np.empty((d, L), dtype=B.dtype)
+        lanes = np.empty((5, L), dtype=B.dtype)
+        idx = np.zeros((4, m), dtype=np.int64)
         starts = np.empty(m + 1, dtype=np.int64)
         lo = min(blk * size, n)
         hi = min(lo + size, n)
@@ -760,8 +751,7 @@ def _encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, sl
         for i0 in range(0, hi - lo, L):
             _encode_group(
                 B, yy, G, W, aW, ww, alpha, lam, beta, ks, pts, i0, hi - lo,
-                counts, slot_idx, slot_val, obj, ac, v, z, x, bt, yl, r, act, xs, cand, flag,
-                tau, sm, cnt, mis,
+                counts, slot_idx, slot_val, obj, rows, r, lanes, idx,
             )
 
 
