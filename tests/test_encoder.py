@@ -355,3 +355,18 @@ def test_moderately_far_point_is_coded_by_nearest_atom(dtype, far):
     nearest = np.argmin(((W - Y.astype(np.float64)) ** 2).sum(axis=1))
     x = C.toarray()[0]
     assert x[nearest] == pytest.approx(1.0, abs=1e-3)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_lockstep_and_per_point_encoders_agree(dtype, monkeypatch):
+    """The same data through both CPU encoders (the lockstep one is chosen up
+    to LOCKSTEP_MAX_FEATURES features): same supports, values to rounding."""
+    from fastkds import _kernels
+
+    Y, W = make_problem(13, 3000, 2, 24, dtype)
+    lockstep = fastkds.sparse_encode(Y, W, lam=5.0, n_iter=15)
+    monkeypatch.setattr(_kernels, "LOCKSTEP_MAX_FEATURES", 0)
+    per_point = fastkds.sparse_encode(Y, W, lam=5.0, n_iter=15)
+    np.testing.assert_array_equal(lockstep.indptr, per_point.indptr)
+    np.testing.assert_array_equal(lockstep.indices, per_point.indices)
+    np.testing.assert_allclose(lockstep.data, per_point.data, rtol=0, atol=TOL[dtype])
