@@ -409,15 +409,12 @@ SORT_BLOCK = 8192
 #: Up to this many features the lockstep encoder runs; above it, the
 #: per-point sparse one. In few dimensions, points sorted by nearest atom
 #: share their supports, and ``v`` comes cheaply from ``r = z W`` (d numbers
-#: per point); measured 1.3-3.6x faster than the per-point encoder for d <= 4
-#: and m from 24 to 500, and slower for 10-dimensional Gaussians and MNIST
-#: (a group's union of supports is then wide, and the Gram form is needed).
+#: per point). When this limit was chosen the lockstep encoder measured
+#: 1.3-3.6x faster than the per-point one for d <= 4 and m from 24 to 500,
+#: and slower for 10-dimensional Gaussians and MNIST (a group's union of
+#: supports is then wide, and the Gram form is needed);
+#: ``bench/encoder_paths.py`` compares the two.
 LOCKSTEP_MAX_FEATURES = 4
-
-
-def lockstep_lanes(dtype):
-    """Points per lockstep group for ``dtype``."""
-    return LANE_BYTES // np.dtype(dtype).itemsize
 
 
 @njit(cache=True, nogil=True)
@@ -471,20 +468,22 @@ def _group_v_row(j, ac, z, v, r, aW):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
-def _encode_group(B, yy, G, W, aW, ww, alpha, lam, beta, ks, pts, i0, n_pts, counts, slot_idx, slot_val, obj, rows, r, lanes, idx):
+def _encode_group(
+    B, yy, G, W, aW, ww, alpha, lam, beta, ks, pts, i0, n_pts, counts, slot_idx, slot_val, obj, rows, r, lanes, idx
+):
     """Encode the points ``pts[i0:i0 + L]`` together, one per lane.
 
     The iteration of SPEC 3 in the direct form ``v = ac + z - alpha (z W) W^T``
     (``r = z W`` costs d per lane and active row), for d <= 4 features; the
     projection is the per-point encoder's: the old support's threshold,
     checked, else Michelot's passes from it. Every lane runs exactly the
-    per-point iteration; what is shared
-    is only which rows are visited, and a row a lane does not use adds exact
-    zeros to it, so each point's code and objective do not depend on the
-    other points of its group. Arrays of shape (m, L) hold atom j of lane l
-    at ``[j, l]``; ``flag[j]`` (zero on entry, and on return) marks the rows
-    nonzero in some lane: bit 0 for x (listed in ``xs``), bit 1 for z
-    (``act``), bit 2 for this iteration's candidates (``cand``).
+    per-point iteration; what is shared is only which rows are visited, and
+    a row a lane does not use adds exact zeros to it, so each point's code
+    and objective do not depend on the other points of its group. Arrays of
+    shape (m, L) hold atom j of lane l at ``[j, l]``; ``flag[j]`` (zero on
+    entry, and on return) marks the rows nonzero in some lane: bit 0 for x
+    (listed in ``xs``), bit 1 for z (``act``), bit 2 for this iteration's
+    candidates (``cand``).
 
     A short last group repeats its last point in the spare lanes. Scratch:
     ``rows`` (5, m, L) holds ac, v, z, x and the transposed b; ``r`` (d, L);
@@ -757,41 +756,31 @@ def _encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, sl
 
 @njit(parallel=True, cache=True)
 def _encode_codes_points(B, yy, Gp, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj):
-    n = B.shape[0]
-    n_blocks = (n + BLOCK - 1) // BLOCK
-    for blk in prange(n_blocks):
-        _encode_block_points(
-            B, yy, Gp, ww, alpha, lam, beta, ks, blk * BLOCK, min(blk * BLOCK + BLOCK, n),
-            counts, slot_idx, slot_val, obj,
-        )
-
-
-@njit(cache=True, nogil=True)
-def _encode_block_points(B, yy, Gp, ww, alpha, lam, beta, ks, lo, hi, counts, slot_idx, slot_val, obj):
-    """Rows ``lo..hi-1`` by the per-point encoder."""
-    m = B.shape[1]
+    n, m = B.shape
     mp = Gp.shape[1]
-    dt = B.dtype
-    x = np.zeros(mp, dtype=dt)
-    ac = np.full(mp, -np.inf, dtype=dt)
-    v = np.empty(mp, dtype=dt)
-    z = np.zeros(mp, dtype=dt)
-    ins = np.zeros(mp, dtype=np.int64)
-    dist = np.empty(m, dtype=dt)
-    xold = np.empty(mp, dtype=dt)
-    cand = np.empty(mp, dtype=np.int64)
-    zidx = np.empty(2 * mp, dtype=np.int64)
-    xs = np.empty(mp, dtype=np.int64)
-    for i in range(lo, hi):
-        obj[i], nx = _encode_point(
-            B[i], yy[i], Gp, ww, alpha, lam, beta, ks, x, ac, dist, v, z, ins, cand, zidx, xs, xold
-        )
-        for q in range(nx):
-            j = xs[q]
-            slot_idx[i, q] = j
-            slot_val[i, q] = x[j]
-            x[j] = ks[0]
-        counts[i] = nx
+    n_blocks = (n + BLOCK - 1) // BLOCK
+    for blk in prange(n_blocks):  # the block's work written here, as above
+        dt = B.dtype
+        x = np.zeros(mp, dtype=dt)
+        ac = np.full(mp, -np.inf, dtype=dt)
+        v = np.empty(mp, dtype=dt)
+        z = np.zeros(mp, dtype=dt)
+        ins = np.zeros(mp, dtype=np.int64)
+        dist = np.empty(m, dtype=dt)
+        xold = np.empty(mp, dtype=dt)
+        cand = np.empty(mp, dtype=np.int64)
+        zidx = np.empty(2 * mp, dtype=np.int64)
+        xs = np.empty(mp, dtype=np.int64)
+        for i in range(blk * BLOCK, min(blk * BLOCK + BLOCK, n)):
+            obj[i], nx = _encode_point(
+                B[i], yy[i], Gp, ww, alpha, lam, beta, ks, x, ac, dist, v, z, ins, cand, zidx, xs, xold
+            )
+            for q in range(nx):
+                j = xs[q]
+                slot_idx[i, q] = j
+                slot_val[i, q] = x[j]
+                x[j] = ks[0]
+            counts[i] = nx
 
 
 @njit(parallel=True, cache=True)
