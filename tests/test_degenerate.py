@@ -263,10 +263,10 @@ def test_clustering_more_clusters_than_atoms():
 def test_clustering_more_clusters_than_atoms_in_use():
     """n_clusters == n_atoms, but one atom only serves an outlier (its
     component is dropped by min_component): a ValueError naming n_clusters
-    and the 3 atoms in use."""
+    and the 3 modes left, one per atom in use."""
     rng = np.random.default_rng(0)
     Y = np.r_[rng.normal(size=(100, 2)), [[50.0, 50.0]]]
-    with pytest.raises(ValueError, match=r"n_clusters=4.*3 atoms in use"):
+    with pytest.raises(ValueError, match=r"n_clusters=4 exceeds the 3 modes .*one per atom in use"):
         KDSClustering(4, n_atoms=4, min_component=0.01, **FAST).fit(Y)
 
 
