@@ -7,9 +7,11 @@ float64, which would silently promote float32 arithmetic, so kernels take their
 constants from a typed array ``ks = arange(m + 1, dtype)``: ``ks[0]`` is zero,
 ``ks[1]`` is one and ``ks[k]`` is ``k`` as a float of the working dtype.
 
-Parallel kernels split the points into fixed blocks of ``BLOCK`` rows, so the
-work each point gets, and the order of every reduction, does not depend on the
-number of threads: results are bitwise identical for any ``n_jobs``.
+Parallel kernels split the points into blocks (fixed blocks of ``BLOCK`` rows,
+or, for the lockstep encoder, blocks whose size may follow the thread count
+but whose split changes no point's code), so the work each point gets, and the
+order of every reduction, does not depend on the number of threads: results
+are bitwise identical for any ``n_jobs``.
 """
 
 import numpy as np
