@@ -20,17 +20,9 @@ import time
 import warnings
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from fastkds import KDS, KDSClustering, clustering_accuracy, load_mnist
-
-
-def confusion(y, labels):
-    """Counts of (true class, cluster), the clusters matched to the classes."""
-    classes = np.unique(y)
-    C = np.array([[np.sum((y == c) & (labels == j)) for j in range(classes.size)] for c in classes])
-    _, cols = linear_sum_assignment(-C)
-    return C[:, cols]
+from fastkds.metrics import matched_confusion
 
 
 def main():
@@ -76,7 +68,7 @@ def main():
             f"embedding columns {spec.n_columns(5)} ({int((~spec.spread[:spec.n_columns(5)]).sum())} localised)",
             flush=True,
         )
-        print("  confusion " + " | ".join(" ".join(f"{v:4d}" for v in row) for row in confusion(y, model.labels_)))
+        print("  confusion " + " | ".join(" ".join(f"{v:4d}" for v in row) for row in matched_confusion(y, model.labels_)))
         if args.save:
             os.makedirs(args.save, exist_ok=True)
             codes = model.kds_.transform(Y)

@@ -33,9 +33,9 @@ import time
 import warnings
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from fastkds import KDSClustering, clustering_accuracy, datasets
+from fastkds.metrics import matched_confusion
 from fastkds.experiments import preprocess
 
 SETTINGS = {
@@ -43,15 +43,6 @@ SETTINGS = {
     "salinas": dict(k=6, n_atoms=25, n_iter=100, lam=1.0, max_epochs=50, batch_size=128, train_step=True,
                     prep="standardize"),
 }
-
-
-def confusion(y, labels):
-    """Counts of (true class, cluster), the clusters matched to the classes."""
-    classes = np.unique(y)
-    clusters = np.unique(labels)
-    C = np.array([[np.sum((y == c) & (labels == j)) for j in clusters] for c in classes])
-    _, cols = linear_sum_assignment(-C)
-    return C[:, cols]
 
 
 def reference_labels(model, Y, k, seed):
@@ -123,7 +114,7 @@ def main():
         ev = np.round(model.eigenvalues_[: s["k"] + 2], 3)
         print(f"seed {seed}: accuracy {acc[-1]:.4f} in {sec:.1f} s{extra}; eigenvalues {ev}; "
               f"loss {model.kds_.objective_[-1]:.4g}", flush=True)
-        print("  " + str(confusion(y[scored], model.labels_[scored])).replace("\n", "\n  "))
+        print("  " + str(matched_confusion(y[scored], model.labels_[scored])).replace("\n", "\n  "))
     print(f"accuracy over {len(acc)} seeds: mean {np.mean(acc):.4f}, min {np.min(acc):.4f}, max {np.max(acc):.4f}")
     if ref:
         print(f"released code's spectral step: mean {np.mean(ref):.4f}, min {np.min(ref):.4f}")
