@@ -131,15 +131,16 @@ class PreparedDictionary:
         if buffers is None:
             buffers = self.allocate(n)
         B, yy, counts, slot_idx, slot_val, obj = (buf[:n] for buf in buffers)
-        if n and Y.shape[1] <= _kernels.SMALL_D:
+        if Y.shape[1] <= _kernels.SMALL_D:
             b_max, y_max = _kernels.point_products(Y, self.W, B, yy)
         else:
             with np.errstate(over="ignore"):
                 np.dot(Y, self.W.T, out=B)  # one BLAS call per chunk: the O(m d) part
                 np.einsum("ij,ij->i", Y, Y, out=yy)
-            finite = np.all(np.isfinite(yy)) and np.all(np.isfinite(B))
-            b_max = float(np.abs(B).max()) if finite and n else (0.0 if finite else np.inf)
+            b_max = float(np.abs(B).max()) if n else 0.0  # NaN or inf if any product is
             y_max = float(yy.max()) if n else 0.0
+            if not np.isfinite(y_max):
+                b_max = np.inf
         if not np.isfinite(b_max):
             raise ValueError(
                 f"the squared norms of the data overflow {self.dtype.name}: rescale the data"
