@@ -2,7 +2,8 @@
 accuracy over seeds, one setting for all seeds.
 
     python bench/paper_rows.py yaleb|salinas [--prep minmax|standardize|unit_norm|none]
-        [--seeds 5] [--epochs E] [--untrained] [--all-pixels] [--reference-embedding]
+        [--seeds 5] [--first-seed 0] [--epochs E] [--untrained] [--all-pixels] [--reference-embedding]
+        [--freeze-step] [--drop-water-bands]
 
 Defaults are the paper's (supplement, "Optimal network parameters", and its
 code): Yale B m=64, T=50, lam=0.1, Adam lr 1e-4, 15 epochs, batch 1, fixed
@@ -20,7 +21,9 @@ labelled ones. ``--reference-embedding`` also prints the accuracy of the
 spectral step of the paper's released code (scikit-learn's
 ``spectral_embedding`` of the atom graph ``X^T X``, whose diagonal scipy's
 Laplacian drops, points embedded as ``X V``, atoms and points clustered
-together) from the same codes.
+together) from the same codes. ``--freeze-step`` holds the fixed step at its
+initial value, as the paper's code does; ``--drop-water-bands`` keeps the 204
+bands of the paper's copy of Salinas-A.
 
 Each seed's line: accuracy, fit seconds, the leading eigenvalues of the code
 graph and the final training loss; then the confusion matrix (rows: classes;
@@ -67,9 +70,14 @@ def main():
     ap.add_argument("--data", default=data, help="folder holding yaleb/ and salinasA/")
     ap.add_argument("--prep", default=None, choices=["minmax", "standardize", "unit_norm", "none"])
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--freeze-step", action="store_true",
+                    help="hold the step at its initial value (the paper's code; with a fixed step only)")
     ap.add_argument("--epochs", type=int, default=None)
     ap.add_argument("--untrained", action="store_true")
     ap.add_argument("--all-pixels", action="store_true")
+    ap.add_argument("--drop-water-bands", action="store_true",
+                    help="Salinas-A: the 204 bands of the paper's copy (the 20 water-absorption bands removed)")
     ap.add_argument("--reference-embedding", action="store_true")
     ap.add_argument("--init", default="random", choices=["random", "k-means++"])
     ap.add_argument("--exact", action="store_true", help="the exact alternating solver (100 epochs at most) instead")
@@ -79,7 +87,8 @@ def main():
     if args.dataset == "yaleb":
         Y, y = datasets.load_yaleb(os.path.join(args.data, "yaleb"))
     else:
-        Y, y = datasets.load_salinas_a(os.path.join(args.data, "salinasA"), labelled_only=not args.all_pixels)
+        Y, y = datasets.load_salinas_a(os.path.join(args.data, "salinasA"), labelled_only=not args.all_pixels,
+                                        drop_water_bands=args.drop_water_bands)
         if prep == "none":
             Y = Y / np.abs(Y).max()
     if prep != "none":
@@ -93,10 +102,10 @@ def main():
         f"{args.dataset}: n={Y.shape[0]} (scored {scored.sum()}), d={Y.shape[1]}, k={s['k']}, m={s['n_atoms']}, "
         f"T={s['n_iter']}, lam={s['lam']}, preprocessing {prep}, "
         + ("exact solver" if args.exact else f"unrolled, lr {lr:g}, {epochs} epochs, batch {batch}, "
-           f"train_step={s['train_step']}") + f", init {args.init}"
+           f"train_step={s['train_step']}, freeze_step={args.freeze_step}") + f", init {args.init}"
     )
     acc, ref = [], []
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -104,6 +113,7 @@ def main():
                 s["k"], n_atoms=s["n_atoms"], lam=s["lam"], n_iter=s["n_iter"],
                 solver="exact" if args.exact else "unrolled", max_epochs=100 if args.exact else epochs,
                 learning_rate=lr, batch_size=batch, train_step=s["train_step"], init=args.init, random_state=seed,
+                freeze_step=args.freeze_step,
             ).fit(Y)
         sec = time.perf_counter() - t0
         acc.append(clustering_accuracy(y[scored], model.labels_[scored]))

@@ -91,6 +91,12 @@ _KDS_PARAMS_DOC = """
         The step stays below ``1.5 / sigma_max(W)^2`` (a sigmoid bound), so it
         cannot grow into the range where the encoder's codes collapse to
         single atoms. Otherwise the step is ``1 / sigma_max(W)^2``.
+    freeze_step : bool, default=False
+        Hold the step at ``1 / sigma_max(W_0)^2`` of the initial dictionary
+        through training and encoding, as the paper's released code does
+        with a fixed step (``solver="unrolled"``, ``train_step=False``). By
+        default the step follows the current dictionary, as the encoder's
+        convergence needs.
 """
 
 
@@ -149,7 +155,7 @@ def _check_solver_params(est):
     """The solver and the unrolled solver's parameters, validated."""
     if not isinstance(est.solver, str) or est.solver not in ("exact", "unrolled"):
         raise ValueError(f"solver must be 'exact' or 'unrolled', got {est.solver!r}")
-    for name in ("shuffle", "train_step"):
+    for name in ("shuffle", "train_step", "freeze_step"):
         if not isinstance(getattr(est, name), (bool, np.bool_)):
             raise TypeError(f"{name} must be a bool, got {getattr(est, name)!r}")
     p = {
@@ -159,7 +165,10 @@ def _check_solver_params(est):
         "clip_norm": check_nonneg_float(est.clip_norm, "clip_norm"),
         "shuffle": bool(est.shuffle),
         "train_step": bool(est.train_step),
+        "freeze_step": bool(est.freeze_step),
     }
+    if p["freeze_step"] and p["train_step"]:
+        raise ValueError("freeze_step=True holds the step fixed; it excludes train_step=True")
     for name in ("learning_rate", "clip_norm"):
         if p[name] == 0:
             raise ValueError(f"{name} must be > 0, got {p[name]}")
@@ -258,6 +267,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         clip_norm=1e-4,
         shuffle=True,
         train_step=False,
+        freeze_step=False,
     ):
         self.n_atoms = n_atoms
         self.lam = lam
@@ -277,6 +287,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         self.clip_norm = clip_norm
         self.shuffle = shuffle
         self.train_step = train_step
+        self.freeze_step = freeze_step
 
     # -- helpers -----------------------------------------------------------
 
@@ -354,7 +365,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         """One encoding pass over validated ``Y`` with the learned dictionary."""
         backend = get_backend(self.device)
         prepared = backend.prepare(self.components_, self.lam, self.n_iter, Y.dtype)
-        if self.solver == "unrolled" and self.train_step:  # the learned step, not 1/sigma_max^2
+        if self.solver == "unrolled" and (self.train_step or self.freeze_step):  # not 1/sigma_max^2
             prepared.alpha_value = float(self.step_)
             prepared.alpha = prepared.dtype.type(self.step_)
         with numba_threads(self.n_jobs):
@@ -370,6 +381,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
                     Y, W, lam=p["lam"], n_iter=p["n_iter"], max_epochs=p["max_epochs"],
                     batch_size=p["batch_size"], learning_rate=p["learning_rate"], clip_norm=p["clip_norm"],
                     shuffle=p["shuffle"], train_step=p["train_step"], random_state=rng, progress=progress,
+                    freeze_step=p["freeze_step"],
                 )
         finally:
             if bar is not None:
@@ -514,7 +526,10 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
                 state["trainer"] = UnrolledTrainer(
                     W, lam=p["lam"], n_iter=p["n_iter"], train_step=p["train_step"],
                     learning_rate=p["learning_rate"], clip_norm=p["clip_norm"], theta=theta,
+                    freeze_step=p["freeze_step"],
                 )
+                if p["freeze_step"] and not first:  # the fitted model's frozen step, not the current W's
+                    state["trainer"].frozen_step = float(self.step_)
             else:
                 state["running"] = RunningStatistics(p["n_atoms"], Y.shape[1])
                 state["W"] = W
@@ -748,6 +763,7 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         clip_norm=1e-4,
         shuffle=True,
         train_step=False,
+        freeze_step=False,
     ):
         self.n_clusters = n_clusters
         self.n_atoms = n_atoms
@@ -771,6 +787,7 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         self.clip_norm = clip_norm
         self.shuffle = shuffle
         self.train_step = train_step
+        self.freeze_step = freeze_step
 
     def _inner_kds(self, rng):
         """The :class:`KDS` this model fits: its shared parameters, and a seed from ``rng``."""

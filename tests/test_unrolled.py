@@ -182,6 +182,41 @@ def test_learned_step_is_used_by_transform_and_survives_save(tmp_path):
     assert (loaded.transform(Y) != model.transform(Y)).nnz == 0
 
 
+def test_frozen_step_is_the_initial_dictionarys(tmp_path):
+    # the paper's released code: a fixed step is 1/sigma_max(W_0)^2, held
+    # through training and encoding while the atoms move
+    Y, _ = make_moons(600, random_state=6)
+    W0 = Y[np.random.default_rng(0).choice(600, 24, replace=False)]
+    model = _moons_model(init=W0, freeze_step=True, max_epochs=30, learning_rate=5e-2, batch_size=200).fit(Y)
+    step0 = 1.0 / np.linalg.norm(W0, 2) ** 2
+    assert model.step_ == pytest.approx(step0, rel=1e-12)
+    W = model.components_
+    assert model.step_ != pytest.approx(1.0 / np.linalg.norm(W, 2) ** 2, rel=1e-2)  # the atoms did move
+    assert model.objective_[-1] < model.objective_[0]
+    codes = model.transform(Y).toarray()
+    assert np.abs(codes - _naive.encode(Y, W, 5.0, 15, alpha=step0)).max() < 1e-10
+    model.save(tmp_path / "m.npz")
+    loaded = load(tmp_path / "m.npz")
+    assert loaded.freeze_step and loaded.step_ == model.step_
+    assert (loaded.transform(Y) != model.transform(Y)).nnz == 0
+    model.partial_fit(Y)  # continues with the same step
+    assert model.step_ == pytest.approx(step0, rel=1e-12)
+    assert not np.array_equal(model.components_, W)
+
+
+def test_frozen_step_training_follows_the_fixed_step_gradient():
+    Y, _ = make_moons(200, random_state=7)
+    W0 = Y[:8].copy()
+    step0 = 1.0 / np.linalg.norm(W0, 2) ** 2
+    model = _moons_model(n_atoms=8, init=W0, freeze_step=True, max_epochs=1, batch_size=200, shuffle=False,
+                         learning_rate=1e-3).fit(Y)
+    f, g, _ = loss_and_gradient_fixed_step(Y, W0, 5.0, 15, step0)
+    assert model.objective_[0] == pytest.approx(f, rel=1e-12)
+    # Adam's first step moves each coordinate by the learning rate times the sign of its gradient
+    moved = np.sign(W0 - model.components_)
+    assert np.array_equal(moved[np.abs(g) > 1e-6], np.sign(g)[np.abs(g) > 1e-6])
+
+
 def test_unrolled_fit_float32():
     Y, _ = make_moons(500, random_state=3)
     model = _moons_model(max_epochs=20, batch_size=128).fit(Y.astype(np.float32))
@@ -215,6 +250,8 @@ def test_unrolled_fit_does_not_modify_input():
         ({"batch_size": 2.5}, TypeError),
         ({"shuffle": "yes"}, TypeError),
         ({"train_step": 1}, TypeError),
+        ({"freeze_step": "yes"}, TypeError),
+        ({"freeze_step": True, "train_step": True}, ValueError),
     ],
 )
 def test_bad_solver_parameters_fail_clearly(params, error):
