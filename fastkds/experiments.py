@@ -36,13 +36,14 @@ from .metrics import clustering_accuracy
 #: and of k-means), Tasissa et al., Table "Clustering accuracies".
 PAPER = {
     "moons": {"kds": 0.999, "other": ("LLL-K", 0.950), "kmeans": 0.756},
+    "moons10k": {"kds": 0.999, "other": ("LLL-K", 0.950), "kmeans": 0.756},
     "mnist5": {"kds": 0.986, "other": ("LLL-K", 0.980), "kmeans": 0.887},
     "yaleb": {"kds": 1.0, "other": ("SMCE", 1.0), "kmeans": 0.508},
     "salinas": {"kds": 0.881, "other": ("SMCE", 0.847), "kmeans": 0.774},
 }
 
 #: Names accepted by ``--only``.
-NAMES = ("moons", "mnist5", "yaleb", "salinas", "circles")
+NAMES = ("moons", "moons10k", "mnist5", "yaleb", "salinas", "circles")
 
 #: The paper's claim checked on the circles grid: some m separates circles
 #: this close with at least this accuracy.
@@ -63,6 +64,7 @@ class Experiment:
     seeds: int
     max_epochs: int = 100
     subdir: str = ""  # folder under the data directory; "" for generated data
+    n_samples: int = 0  # points drawn, for generated data
     paper_n: int = 0
     preprocess: str = ""  # "", "minmax", "standardize" or "unit_norm" (see preprocess())
     note: str = ""
@@ -124,7 +126,9 @@ def experiments(quick=False):
     """
     if quick:
         return [
-            Experiment("moons", "noisy moons", 2, 12, 5.0, 15, 2, max_epochs=10, paper_n=5000),
+            Experiment("moons", "noisy moons", 2, 12, 5.0, 15, 2, max_epochs=10, n_samples=300, paper_n=5000),
+            Experiment("moons10k", "noisy moons, n=10000", 2, 12, 5.0, 15, 1, max_epochs=10, n_samples=600,
+                       paper_n=10000),
             Experiment("mnist5", "MNIST-5", 5, 30, 0.5, 30, 1, max_epochs=3, subdir="mnist", paper_n=5000),
             Experiment("yaleb", "Yale B, 2 faces", 2, 8, 0.1, 20, 1, max_epochs=2, subdir="yaleb", paper_n=128,
                        preprocess="unit_norm", options=dict(_YALEB_TRAINING, batch_size=4)),
@@ -133,9 +137,14 @@ def experiments(quick=False):
         ]
     return [
         Experiment(
-            "moons", "noisy moons", 2, 24, 5.0, 30, 10, paper_n=5000,
+            "moons", "noisy moons", 2, 24, 5.0, 30, 10, n_samples=5000, paper_n=5000,
             note="T=30, not the paper's 15: at T=15 the codes stay blurred near the tips "
             "of the moons (README); the Bayes column is the ceiling",
+        ),
+        Experiment(
+            "moons10k", "noisy moons, n=10000", 2, 24, 5.0, 30, 10, n_samples=10000, paper_n=10000,
+            note="the 10,000 points of the paper's released code (quantity=10000; its text: 5000), "
+            "where the Bayes classifier scores >= 0.999 on every seed; otherwise as the row above",
         ),
         Experiment(
             "mnist5", "MNIST-5", 5, 500, 0.5, 100, 5, subdir="mnist", paper_n=5000,
@@ -222,8 +231,8 @@ def find_data_dir(path=None):
 
 def _load(exp, data_dir, seed, quick):
     """(Y, labels) of one experiment; raises FileNotFoundError when absent."""
-    if exp.name == "moons":
-        return datasets.make_moons(300 if quick else 5000, random_state=seed)
+    if exp.n_samples:  # generated: the noisy moons
+        return datasets.make_moons(exp.n_samples, random_state=seed)
     if data_dir is None:
         raise FileNotFoundError(
             "no data folder (give --data PATH or set FASTKDS_DATA; looked for shared/data "
@@ -364,7 +373,7 @@ def run_experiment(exp, data_dir, *, seeds=None, quick=False, baselines=True, lo
     row = Row(exp)
     data = None
     for seed in range(exp.seeds if seeds is None else seeds):
-        if data is None or exp.name == "moons":  # generated data change with the seed
+        if data is None or exp.n_samples:  # generated data change with the seed
             try:
                 data = _load(exp, data_dir, seed, quick)
             except FileNotFoundError as exc:
@@ -382,7 +391,7 @@ def run_experiment(exp, data_dir, *, seeds=None, quick=False, baselines=True, lo
             row.kmeans.append(clustering_accuracy(y, km))
             row.spectral.append(clustering_accuracy(y, sc))
             row.spectral_seconds.append(sc_sec)
-        if exp.name == "moons":
+        if exp.n_samples:  # the moons: the generating model's classifier
             row.bayes.append(np.mean(moons_bayes_labels(Y) == y))
         if log is not None:
             extra = f", Bayes {row.bayes[-1]:.4f}" if row.bayes else ""
@@ -533,7 +542,8 @@ def add_arguments(parser):
     parser.add_argument("--only", nargs="+", choices=NAMES, default=None, metavar="NAME",
                         help=f"run only these experiments ({', '.join(NAMES)})")
     parser.add_argument("--seeds", type=int, default=None,
-                        help="seeds per experiment (default: moons 10, MNIST-5 5, Yale B 5, Salinas-A 10, circles 1)")
+                        help="seeds per experiment (default: moons 10, MNIST-5 5, Yale B 5, Salinas-A 10, "
+                        "circles 1)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks that everything runs")
     parser.add_argument("--no-baselines", action="store_true", help="skip the scikit-learn baselines")
     parser.add_argument("--figures", nargs="?", const="docs/figures", default=None, metavar="DIR",

@@ -66,7 +66,7 @@ def _table_rows(text):
 
 def test_quick_run_prints_every_row(quick_run):
     rows, grid, text, _ = quick_run
-    assert [r.exp.name for r in rows] == ["moons", "mnist5", "yaleb", "salinas"]
+    assert [r.exp.name for r in rows] == ["moons", "moons10k", "mnist5", "yaleb", "salinas"]
     table = _table_rows(text)
     titles = [r.exp.title for r in rows]
     assert all(t in table for t in titles), text
@@ -97,12 +97,14 @@ def test_quick_run_values_are_sane(quick_run):
     # The moons are easy even for a tiny fit; the Bayes classifier is near perfect.
     assert min(moons.accuracy) >= 0.85
     assert min(moons.bayes) >= 0.99
+    # The second moons row draws its own, larger samples, also scored against Bayes.
+    assert rows[1].n == 600 and len(rows[1].bayes) == len(rows[1].accuracy) == 1
     # Separated circles (delta=0.5) with enough atoms are found.
     assert grid.accuracy.shape == (2, 2, 1)
     assert np.all((grid.accuracy >= 0.5 - 1e-9) & (grid.accuracy <= 1.0))
     assert grid.accuracy[1, 1, 0] >= 0.9
     if (DATA / "mnist").is_dir():
-        mnist = rows[1]
+        mnist = rows[2]
         assert (mnist.n, mnist.d) == (300, 784)
         assert min(mnist.accuracy) >= 0.6  # far above the 0.2 of chance, even when tiny
 
