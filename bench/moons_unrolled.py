@@ -31,13 +31,14 @@ def main():
     ap.add_argument("--n", type=int, default=5000)
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--epochs", type=int, nargs="+", default=[500, 1000])
+    ap.add_argument("--n-iter", type=int, default=15, help="encoder iterations T (the paper: 15)")
     ap.add_argument("--fixed-step", action="store_true", help="step 1/sigma_max(W)^2 instead of a trained one")
     ap.add_argument("--init", default="random", choices=["random", "k-means++"],
                     help="initial atoms: the paper's random data points (default) or fastkds's default")
     args = ap.parse_args()
     train_step = not args.fixed_step
     print(
-        f"noisy moons n={args.n:,}, m=24, T=15, lam=5, solver='unrolled', batch 10000, lr 1e-3, "
+        f"noisy moons n={args.n:,}, m=24, T={args.n_iter}, lam=5, solver='unrolled', batch 10000, lr 1e-3, "
         f"clip 1e-4, init {args.init}, {'trainable (bounded)' if train_step else 'fixed'} step"
     )
     head = " ".join(f"{f'acc@{e}':>9} {'step':>7} {'fit s':>6}" for e in args.epochs)
@@ -52,7 +53,7 @@ def main():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 model = KDSClustering(
-                    2, n_atoms=24, lam=5.0, n_iter=15, solver="unrolled", max_epochs=e, batch_size=10000,
+                    2, n_atoms=24, lam=5.0, n_iter=args.n_iter, solver="unrolled", max_epochs=e, batch_size=10000,
                     learning_rate=1e-3, clip_norm=1e-4, train_step=train_step, init=args.init, random_state=seed,
                 ).fit(Y)
             sec = time.perf_counter() - t0
