@@ -696,8 +696,10 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         to the rest by a faint edge, give an eigenvalue just below 1) do not
         count towards the ``n_clusters_`` eigenvectors of the embedding,
         which extends to the next spread ones (the localised columns stay:
-        see ``fastkds.spectral.BipartiteSpectrum.n_columns``). 0 gives the
-        plain embedding of the paper (SPEC section 6).
+        see ``fastkds.spectral.BipartiteSpectrum.n_columns``). Either
+        threshold is at least 5 points (``fastkds.spectral.MIN_CLUSTER_POINTS``),
+        which matters on small data only. 0 gives the plain embedding of the
+        paper (SPEC section 6).
     n_init : int, default=10
         k-means restarts.
     max_clusters : int, default=20

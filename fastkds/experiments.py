@@ -152,7 +152,7 @@ def experiments(quick=False):
             "of the code graph do not count towards the 5 eigenvectors (min_component, docs/unrolled.md)",
         ),
         Experiment(
-            "yaleb", "Yale B, 2 faces", 2, 64, 0.1, 50, 5, max_epochs=15, subdir="yaleb", paper_n=128,
+            "yaleb", "Yale B, 2 faces", 2, 64, 0.1, 50, 10, max_epochs=15, subdir="yaleb", paper_n=128,
             preprocess="unit_norm", options=_YALEB_TRAINING,
             note="the paper's training (unrolled solver, Adam lr 1e-4, 15 epochs, batch 1, random "
             "initial atoms, fixed step) on images scaled to unit norm (the paper's P3, as in its code; "
@@ -542,7 +542,7 @@ def add_arguments(parser):
     parser.add_argument("--only", nargs="+", choices=NAMES, default=None, metavar="NAME",
                         help=f"run only these experiments ({', '.join(NAMES)})")
     parser.add_argument("--seeds", type=int, default=None,
-                        help="seeds per experiment (default: moons 10, MNIST-5 5, Yale B 5, Salinas-A 10, "
+                        help="seeds per experiment (default: moons 10, MNIST-5 5, Yale B 10, Salinas-A 10, "
                         "circles 1)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks that everything runs")
     parser.add_argument("--no-baselines", action="store_true", help="skip the scikit-learn baselines")

@@ -5,7 +5,7 @@ import pytest
 from sklearn.cluster import KMeans
 
 from fastkds import KDSClustering, clustering_accuracy, load
-from fastkds.spectral import BipartiteSpectrum, mode_sizes, normalize_rows
+from fastkds.spectral import MIN_CLUSTER_POINTS, BipartiteSpectrum, mode_sizes, normalize_rows
 
 
 def _faint_codes(rng):
@@ -109,3 +109,50 @@ def test_nothing_large_keeps_every_mode():
     X, _ = _faint_codes(rng)
     spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0), min_component=2.0)  # no mode has 2n points
     assert spec.spread.all() and spec.n_columns(3) == 3
+
+
+def _small_codes(rng, n_hoard=3):
+    """Two clusters of 60 points over 4 atoms each, linked by 12 points that put
+    0.1 on an atom of the other, and ``n_hoard`` points on an atom of their own
+    with a faint edge to atom 0: as in Yale B, 1% of the points is about one."""
+    a, n = 4, 60
+    m = 2 * a + 1
+    blocks = []
+    for b in range(2):
+        X = np.zeros((n, m))
+        X[:, b * a : (b + 1) * a] = rng.dirichlet(np.ones(a), n)
+        X[:12] *= 0.9
+        X[:12, (1 - b) * a] += 0.1
+        blocks.append(X)
+    hoard = np.zeros((n_hoard, m))
+    hoard[:, -1] = 0.999
+    hoard[:, 0] = 0.001
+    return np.vstack(blocks + [hoard]), np.repeat([0, 1], n)
+
+
+def test_a_mode_of_a_few_points_is_localised_on_small_data_too():
+    for seed in range(3):
+        X, y = _small_codes(np.random.default_rng(seed))
+        s = X.sum(axis=0)
+        plain = BipartiteSpectrum(X.T @ X, s, min_component=0.0)
+        size = mode_sizes(plain.eigenvectors, s)[1]
+        # the hoarding points' mode leads, and 1% of the 123 points is less than its size
+        assert 0.01 * X.shape[0] < size < MIN_CLUSTER_POINTS
+        assert plain.n_columns(2) == 2
+        robust = BipartiteSpectrum(X.T @ X, s, min_component=0.01)
+        assert not robust.spread[1] and robust.n_columns(2) == 3
+        labels = KMeans(2, n_init=10, random_state=0).fit_predict(normalize_rows(robust.embed(X, 2)))
+        assert clustering_accuracy(y, labels[:120]) == 1.0
+        # the plain embedding splits off the hoarding points instead
+        labels = KMeans(2, n_init=10, random_state=0).fit_predict(normalize_rows(plain.embed(X, 2)))
+        assert clustering_accuracy(y, labels[:120]) < 0.9
+
+
+def test_a_component_of_a_few_points_is_an_outlier_on_small_data_too():
+    X, _ = _small_codes(np.random.default_rng(0))
+    X[-3:, 0] = 0.0  # cut the faint edge: the three points form a component
+    X[-3:, -1] = 1.0
+    s = X.sum(axis=0)
+    assert BipartiteSpectrum(X.T @ X, s, min_component=0.0).n_outlier_atoms == 0
+    spec = BipartiteSpectrum(X.T @ X, s, min_component=0.01)
+    assert spec.n_outlier_atoms == 1 and not spec.used[-1]
