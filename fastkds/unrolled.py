@@ -298,6 +298,8 @@ def fit_unrolled(Y, W_init, *, lam, n_iter, max_epochs, batch_size, learning_rat
         Shuffles the points each epoch.
     progress : callable or None
         Called as ``progress(epoch, mean_loss, 0)`` after each epoch.
+    freeze_step : bool, default=False
+        See :class:`fastkds.KDS`.
 
     Returns
     -------
