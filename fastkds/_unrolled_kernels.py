@@ -294,3 +294,31 @@ def unrolled_batch(B, yy, G, ww, alpha, lam, beta, ks, H_parts, C, loss, dalpha)
             )
             loss[i] = f
             dalpha[i] = da
+
+
+@njit(cache=True)
+def adam_update(W, g, m, v, scale, lr, b1, b2, c1, c2, eps):
+    """One Adam step on ``W`` in place, with the moments ``m`` and ``v``.
+
+    The gradient is ``scale * g`` (the clipping factor). The arithmetic is
+    the NumPy form's, element by element and in the same order, in one pass
+    instead of a dozen over arrays the size of the dictionary (at d = 32,256
+    the NumPy form took a quarter of a Yale B training step).
+
+    Parameters
+    ----------
+    W, g, m, v : C-contiguous float64 arrays of one shape; ``W``, ``m``, ``v`` updated.
+    scale, lr, b1, b2, eps : floats.
+    c1, c2 : bias corrections ``1 - b1**k`` and ``1 - b2**k``.
+    """
+    Wf = W.reshape(-1)
+    gf = g.reshape(-1)
+    mf = m.reshape(-1)
+    vf = v.reshape(-1)
+    for i in range(Wf.size):
+        gi = gf[i] * scale
+        mi = mf[i] * b1 + (1.0 - b1) * gi
+        vi = vf[i] * b2 + (1.0 - b2) * gi * gi
+        mf[i] = mi
+        vf[i] = vi
+        Wf[i] -= lr * (mi / c1) / (np.sqrt(vi / c2) + eps)

@@ -44,9 +44,10 @@ def _n_parts(n, m, itemsize):
     return int(max(1, min(16, -(-n // _PART_POINTS), _PARTS_BUDGET // (itemsize * m * m))))
 
 
-def _top_eigenpair(W):
-    """Largest eigenvalue of ``W W^T`` (= sigma_max(W)^2) and its unit eigenvector."""
-    G = W @ W.T
+def _top_eigenpair(W, G=None):
+    """Largest eigenvalue of ``W W^T`` (= sigma_max(W)^2) and its unit eigenvector
+    (``G``: ``W W^T`` when the caller has it)."""
+    G = W @ W.T if G is None else G
     m = G.shape[0]
     vals, vecs = scipy.linalg.eigh(G, subset_by_index=[m - 1, m - 1], check_finite=False)
     return float(vals[0]), vecs[:, 0]
@@ -90,7 +91,7 @@ class _Workspace:
         return buf
 
 
-def loss_and_gradient_fixed_step(Y, W, lam, n_iter, alpha, workspace=None):
+def loss_and_gradient_fixed_step(Y, W, lam, n_iter, alpha, workspace=None, gram=None):
     """Mean unrolled loss of the batch ``Y`` and its gradients at a given step.
 
     Parameters
@@ -103,6 +104,10 @@ def loss_and_gradient_fixed_step(Y, W, lam, n_iter, alpha, workspace=None):
         Encoder steps T.
     alpha : float
         Encoder step, held fixed.
+    workspace : _Workspace or None
+        Buffers reused between calls.
+    gram : ndarray of shape (m, m) or None
+        ``W W^T`` in float64, when the caller has it.
 
     Returns
     -------
@@ -115,9 +120,9 @@ def loss_and_gradient_fixed_step(Y, W, lam, n_iter, alpha, workspace=None):
     W64 = np.asarray(W, dtype=np.float64)
     m = W64.shape[0]
     ws = workspace if workspace is not None else _Workspace()
-    Wd = W64.astype(dtype)
-    G64 = W64 @ W64.T
-    G = G64.astype(dtype)
+    Wd = W64.astype(dtype, copy=False)
+    G64 = W64 @ W64.T if gram is None else gram
+    G = G64.astype(dtype, copy=False)
     ww = np.ascontiguousarray(np.diag(G64)).astype(dtype)
     B = ws.get("B", (n, m), dtype)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -133,7 +138,9 @@ def loss_and_gradient_fixed_step(Y, W, lam, n_iter, alpha, workspace=None):
     )
     K = H_parts.sum(axis=0, dtype=np.float64)
     H = K + K.T
-    grad = (H @ W64 + (C.T @ Y).astype(np.float64)) / n
+    grad = H @ W64
+    grad += (C.T @ Y).astype(np.float64, copy=False)
+    grad /= n
     f = float(np.sum(loss, dtype=np.float64)) / n
     ga = float(np.sum(dalpha, dtype=np.float64)) / n
     if not (np.isfinite(f) and np.isfinite(ga) and np.all(np.isfinite(grad))):
@@ -160,13 +167,14 @@ def loss_and_gradient(Y, W, lam, n_iter, theta=None, workspace=None):
     alpha : float, the step used
     """
     W64 = np.asarray(W, dtype=np.float64)
-    top, u = _top_eigenpair(W64)
+    G64 = W64 @ W64.T
+    top, u = _top_eigenpair(W64, G64)
     scale = 1.0 if theta is None else STEP_BOUND * _sigmoid(theta)
     if top > 0:
         alpha = scale / top
     else:  # a zero dictionary: any step works, and none depends on W
         alpha = scale
-    f, gW, ga = loss_and_gradient_fixed_step(Y, W64, lam, n_iter, alpha, workspace)
+    f, gW, ga = loss_and_gradient_fixed_step(Y, W64, lam, n_iter, alpha, workspace, gram=G64)
     if top > 0:
         gW -= (2.0 * ga * alpha / top) * np.outer(u, u @ W64)
     gt = 0.0 if theta is None else ga * alpha * (1.0 - _sigmoid(theta))
@@ -243,20 +251,16 @@ class UnrolledTrainer:
         else:
             f, gW, gt, _ = loss_and_gradient(Y, self.W, self.lam, self.n_iter, self.theta, self._ws)
         norm = float(np.sqrt(np.sum(gW * gW) + gt * gt))
+        c = 1.0
         if norm > self.clip_norm:
             c = self.clip_norm / (norm + 1e-6)
-            gW *= c
             gt *= c
         self.n_steps += 1
         k = self.n_steps
         b1, b2, lr, eps = self.BETA1, self.BETA2, self.learning_rate, self.EPS
         c1 = 1.0 - b1**k
         c2 = 1.0 - b2**k
-        self.m_W *= b1
-        self.m_W += (1.0 - b1) * gW
-        self.v_W *= b2
-        self.v_W += (1.0 - b2) * gW * gW
-        self.W -= lr * (self.m_W / c1) / (np.sqrt(self.v_W / c2) + eps)
+        _unrolled_kernels.adam_update(self.W, gW, self.m_W, self.v_W, c, lr, b1, b2, c1, c2, eps)
         if self.theta is not None:
             self.m_t = b1 * self.m_t + (1.0 - b1) * gt
             self.v_t = b2 * self.v_t + (1.0 - b2) * gt * gt

@@ -217,6 +217,25 @@ def test_frozen_step_training_follows_the_fixed_step_gradient():
     assert np.array_equal(moved[np.abs(g) > 1e-6], np.sign(g)[np.abs(g) > 1e-6])
 
 
+@pytest.mark.parametrize("scale", [1.0, 3.7e-5])
+def test_adam_kernel_is_the_numpy_update_bit_for_bit(scale):
+    from fastkds._unrolled_kernels import adam_update
+
+    rng = np.random.default_rng(8)
+    W, g, m = rng.normal(size=(3, 7, 11))
+    v = rng.random((7, 11))
+    lr, b1, b2, eps, k = 1e-3, 0.9, 0.999, 1e-8, 5
+    c1, c2 = 1 - b1**k, 1 - b2**k
+    # the NumPy form: clip, then the moments, then the step
+    gs = g * scale
+    m_ref = m * b1 + (1.0 - b1) * gs
+    v_ref = v * b2 + (1.0 - b2) * gs * gs
+    W_ref = W - lr * (m_ref / c1) / (np.sqrt(v_ref / c2) + eps)
+    adam_update(W, g, m, v, scale, lr, b1, b2, c1, c2, eps)
+    for got, ref in ((W, W_ref), (m, m_ref), (v, v_ref)):
+        np.testing.assert_array_equal(got, ref)
+
+
 def test_unrolled_fit_float32():
     Y, _ = make_moons(500, random_state=3)
     model = _moons_model(max_epochs=20, batch_size=128).fit(Y.astype(np.float32))
