@@ -21,7 +21,7 @@ from .diskcodes import DiskCodesWriter
 from .encoding import PreparedDictionary, concatenate_csr
 from .online import RunningStatistics, online_step
 from .solvers import SufficientStatistics, fit_alternating
-from .unrolled import UnrolledTrainer, fit_unrolled, theta_from_step
+from .unrolled import UnrolledTrainer, fit_unrolled, step_size, theta_from_step
 from .sources import ChunkSource, as_source, is_chunked_input
 from .spectral import BipartiteSpectrum, kmeans_labels, normalize_rows
 
@@ -523,13 +523,12 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
             state = {"solver": p["solver"], "rng": rng}
             if p["solver"] == "unrolled":
                 theta = theta_from_step(W, self.step_) if (p["train_step"] and not first) else None
+                # a frozen step stays the fitted model's, not the current W's
+                fixed = (step_size(W) if first else self.step_) if p["freeze_step"] else None
                 state["trainer"] = UnrolledTrainer(
                     W, lam=p["lam"], n_iter=p["n_iter"], train_step=p["train_step"],
-                    learning_rate=p["learning_rate"], clip_norm=p["clip_norm"], theta=theta,
-                    freeze_step=p["freeze_step"],
+                    learning_rate=p["learning_rate"], clip_norm=p["clip_norm"], theta=theta, fixed_step=fixed,
                 )
-                if p["freeze_step"] and not first:  # the fitted model's frozen step, not the current W's
-                    state["trainer"].frozen_step = float(self.step_)
             else:
                 state["running"] = RunningStatistics(p["n_atoms"], Y.shape[1])
                 state["W"] = W

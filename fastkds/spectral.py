@@ -56,8 +56,9 @@ class BipartiteSpectrum:
         eigenvalue 1 is the number of connected components of the graph.
     eigenvectors : ndarray of shape (m_used, m_used)
     spread : ndarray of bool, shape (m_used,)
-        Eigenvectors spread over at least ``min_component`` of the points;
-        the others are localised modes (all True when ``min_component`` is 0).
+        Eigenvectors spread over at least ``min_component`` of the points
+        (and ``MIN_CLUSTER_POINTS``); the others are localised modes (all
+        True when ``min_component`` is 0).
     used : ndarray of bool, shape (m,)
         Atoms in the eigenproblem: used by some point, and not in an outlier
         component.

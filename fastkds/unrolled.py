@@ -199,9 +199,10 @@ class UnrolledTrainer:
         each Adam step (the paper: 1e-4), as torch's ``clip_grad_norm_``.
     theta : float or None
         Initial theta (default: the step starts at ``1 / sigma_max(W)^2``).
-    freeze_step : bool, default=False
-        Hold the step at ``1 / sigma_max(W)^2`` of the initial ``W`` (the
-        paper's released code) instead of following the current dictionary.
+    fixed_step : float or None
+        Hold the encoder step at this value (the paper's released code holds
+        it at ``1 / sigma_max(W_0)^2``, see ``freeze_step`` of
+        :class:`fastkds.KDS`) instead of following the current dictionary.
         Only with ``train_step=False``.
     """
 
@@ -209,11 +210,11 @@ class UnrolledTrainer:
     BETA2 = 0.999
     EPS = 1e-8
 
-    def __init__(self, W, *, lam, n_iter, train_step, learning_rate, clip_norm, theta=None, freeze_step=False):
-        if freeze_step and train_step:
-            raise ValueError("freeze_step and train_step exclude each other")
+    def __init__(self, W, *, lam, n_iter, train_step, learning_rate, clip_norm, theta=None, fixed_step=None):
+        if fixed_step is not None and train_step:
+            raise ValueError("a fixed step and train_step exclude each other")
         self.W = np.array(W, dtype=np.float64)
-        self.frozen_step = step_size(self.W) if freeze_step else None
+        self.fixed_step = None if fixed_step is None else float(fixed_step)
         self.lam = lam
         self.n_iter = n_iter
         self.train_step = train_step
@@ -238,15 +239,15 @@ class UnrolledTrainer:
 
     @property
     def step(self):
-        """The encoder step for the current dictionary (or the frozen one)."""
-        if self.frozen_step is not None:
-            return self.frozen_step
+        """The encoder step for the current dictionary (or the fixed one)."""
+        if self.fixed_step is not None:
+            return self.fixed_step
         return step_size(self.W, self.theta)
 
     def adam_step(self, Y):
         """One Adam step on the mini-batch ``Y``; returns the batch's loss (before the step)."""
-        if self.frozen_step is not None:
-            f, gW, _ = loss_and_gradient_fixed_step(Y, self.W, self.lam, self.n_iter, self.frozen_step, self._ws)
+        if self.fixed_step is not None:
+            f, gW, _ = loss_and_gradient_fixed_step(Y, self.W, self.lam, self.n_iter, self.fixed_step, self._ws)
             gt = 0.0
         else:
             f, gW, gt, _ = loss_and_gradient(Y, self.W, self.lam, self.n_iter, self.theta, self._ws)
@@ -314,7 +315,7 @@ def fit_unrolled(Y, W_init, *, lam, n_iter, max_epochs, batch_size, learning_rat
     """
     trainer = UnrolledTrainer(
         W_init, lam=lam, n_iter=n_iter, train_step=train_step, learning_rate=learning_rate,
-        clip_norm=clip_norm, freeze_step=freeze_step,
+        clip_norm=clip_norm, fixed_step=step_size(W_init) if freeze_step else None,
     )
     history = []
     for epoch in range(1, max_epochs + 1):
