@@ -3,7 +3,7 @@ accuracy over seeds, one setting for all seeds.
 
     python bench/paper_rows.py yaleb|salinas [--prep minmax|standardize|unit_norm|none]
         [--seeds 5] [--first-seed 0] [--epochs E] [--untrained] [--all-pixels] [--reference-embedding]
-        [--freeze-step] [--drop-water-bands]
+        [--freeze-step] [--drop-water-bands] [--n-atoms M] [--lam L]
 
 Defaults are the paper's (supplement, "Optimal network parameters", and its
 code): Yale B m=64, T=50, lam=0.1, Adam lr 1e-4, 15 epochs, batch 1, fixed
@@ -23,7 +23,8 @@ spectral step of the paper's released code (scikit-learn's
 Laplacian drops, points embedded as ``X V``, atoms and points clustered
 together) from the same codes. ``--freeze-step`` holds the fixed step at its
 initial value, as the paper's code does; ``--drop-water-bands`` keeps the 204
-bands of the paper's copy of Salinas-A.
+bands of the paper's copy of Salinas-A. ``--n-atoms`` and ``--lam`` replace
+the paper's m and lambda.
 
 Each seed's line: accuracy, fit seconds, the leading eigenvalues of the code
 graph and the final training loss; then the confusion matrix (rows: classes;
@@ -79,10 +80,14 @@ def main():
     ap.add_argument("--drop-water-bands", action="store_true",
                     help="Salinas-A: the 204 bands of the paper's copy (the 20 water-absorption bands removed)")
     ap.add_argument("--reference-embedding", action="store_true")
+    ap.add_argument("--n-atoms", type=int, default=None, help="m instead of the paper's")
+    ap.add_argument("--lam", type=float, default=None, help="lambda instead of the paper's")
     ap.add_argument("--init", default="random", choices=["random", "k-means++"])
     ap.add_argument("--exact", action="store_true", help="the exact alternating solver (100 epochs at most) instead")
     args = ap.parse_args()
-    s = SETTINGS[args.dataset]
+    s = dict(SETTINGS[args.dataset])
+    s["n_atoms"] = args.n_atoms or s["n_atoms"]
+    s["lam"] = s["lam"] if args.lam is None else args.lam
     prep = args.prep or s["prep"]
     if args.dataset == "yaleb":
         Y, y = datasets.load_yaleb(os.path.join(args.data, "yaleb"))
