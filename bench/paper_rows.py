@@ -3,7 +3,7 @@ accuracy over seeds, one setting for all seeds.
 
     python bench/paper_rows.py yaleb|salinas [--prep minmax|standardize|unit_norm|none]
         [--seeds 5] [--first-seed 0] [--epochs E] [--untrained] [--all-pixels] [--reference-embedding]
-        [--freeze-step] [--drop-water-bands] [--n-atoms M] [--lam L]
+        [--freeze-step] [--drop-water-bands] [--n-atoms M] [--lam L] [--center]
 
 Defaults are the paper's (supplement, "Optimal network parameters", and its
 code): Yale B m=64, T=50, lam=0.1, Adam lr 1e-4, 15 epochs, batch 1, fixed
@@ -24,7 +24,9 @@ Laplacian drops, points embedded as ``X V``, atoms and points clustered
 together) from the same codes. ``--freeze-step`` holds the fixed step at its
 initial value, as the paper's code does; ``--drop-water-bands`` keeps the 204
 bands of the paper's copy of Salinas-A. ``--n-atoms`` and ``--lam`` replace
-the paper's m and lambda.
+the paper's m and lambda. ``--center`` subtracts the mean point after the
+preprocessing (the encoder's step depends on where the origin is;
+docs/algorithm.md).
 
 Each seed's line: accuracy, fit seconds, the leading eigenvalues of the code
 graph and the final training loss; then the confusion matrix (rows: classes;
@@ -82,6 +84,7 @@ def main():
     ap.add_argument("--reference-embedding", action="store_true")
     ap.add_argument("--n-atoms", type=int, default=None, help="m instead of the paper's")
     ap.add_argument("--lam", type=float, default=None, help="lambda instead of the paper's")
+    ap.add_argument("--center", action="store_true", help="subtract the mean point after the preprocessing")
     ap.add_argument("--init", default="random", choices=["random", "k-means++"])
     ap.add_argument("--exact", action="store_true", help="the exact alternating solver (100 epochs at most) instead")
     args = ap.parse_args()
@@ -98,6 +101,8 @@ def main():
             Y = Y / np.abs(Y).max()
     if prep != "none":
         Y = preprocess(Y, prep)
+    if args.center:
+        Y = Y - Y.mean(axis=0)
     # Salinas-A: label 0 is the unlabelled background; Yale B's labels are 0 and 1
     scored = (y != 0) if args.dataset == "salinas" else np.ones(y.size, dtype=bool)
     epochs = 1 if args.untrained else (args.epochs or s["max_epochs"])
@@ -108,6 +113,7 @@ def main():
         f"T={s['n_iter']}, lam={s['lam']}, preprocessing {prep}, "
         + ("exact solver" if args.exact else f"unrolled, lr {lr:g}, {epochs} epochs, batch {batch}, "
            f"train_step={s['train_step']}, freeze_step={args.freeze_step}") + f", init {args.init}"
+        + (", centred" if args.center else "")
     )
     acc, ref = [], []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
