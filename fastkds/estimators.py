@@ -18,7 +18,7 @@ from . import _dask
 from ._config import effective_n_jobs, numba_threads
 from ._validation import FLOAT_DTYPES, check_nonneg_float, check_positive_int
 from .diskcodes import DiskCodesWriter
-from .encoding import PreparedDictionary, concatenate_csr
+from .encoding import OFFSET_STEP_RATIO_WARN, PreparedDictionary, concatenate_csr, offset_step_ratio
 from .online import RunningStatistics, online_step
 from .solvers import SufficientStatistics, fit_alternating
 from .unrolled import UnrolledTrainer, fit_unrolled, step_size, theta_from_step
@@ -149,6 +149,22 @@ def _check_init(init, n_atoms, n_features):
     if not np.all(np.isfinite(W)):
         raise ValueError("init array contains NaN or infinite values")
     return W
+
+
+def _warn_if_off_centre(W, n_iter):
+    """Warn when the initial atoms sit so far from the origin that the
+    encoder's step is much smaller than for the same data centred."""
+    ratio = offset_step_ratio(W)
+    if ratio > OFFSET_STEP_RATIO_WARN:
+        warnings.warn(
+            f"the data lie far from the origin compared with their spread: the encoder step "
+            f"1/sigma_max(W)^2 is {ratio:.3g} times smaller than for the same data centred, and "
+            f"n_iter={n_iter} steps may stop far from the optimal codes (the encoder is not "
+            f"translation-invariant). Subtract the data's mean first, for example with "
+            f"sklearn.preprocessing.StandardScaler(with_std=False) in a Pipeline, or raise n_iter.",
+            UserWarning,
+            stacklevel=2,
+        )
 
 
 def _check_solver_params(est):
@@ -315,12 +331,15 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
     def _initial_dictionary(self, Y, rng):
         init = _check_init(self.init, self.n_atoms, Y.shape[1])
         if isinstance(init, np.ndarray):
-            return init.astype(np.float64)
-        if init == "random":
+            W = init.astype(np.float64)
+        elif init == "random":
             idx = np.sort(rng.choice(Y.shape[0], self.n_atoms, replace=False))
-            return Y[idx].astype(np.float64)
-        centers, _ = kmeans_plusplus(Y, self.n_atoms, random_state=rng)
-        return centers.astype(np.float64)
+            W = Y[idx].astype(np.float64)
+        else:
+            W, _ = kmeans_plusplus(Y, self.n_atoms, random_state=rng)
+            W = W.astype(np.float64)
+        _warn_if_off_centre(W, self.n_iter)
+        return W
 
     def _presample_size(self, n):
         """Points of the warm-start subsample (0: none)."""

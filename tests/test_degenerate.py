@@ -12,7 +12,8 @@ import pytest
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
-from fastkds import KDS, KDSClustering, project_simplex, sparse_encode
+from fastkds import KDS, KDSClustering, clustering_accuracy, make_moons, project_simplex, sparse_encode
+from fastkds.encoding import offset_step_ratio
 
 # Short fits: degenerate data often cannot converge, and k-means may find
 # fewer distinct clusters than asked; the warnings are expected here.
@@ -236,6 +237,63 @@ def test_translated_data_same_codes():
     ref = sparse_encode(Y, W, lam=5.0, n_iter=15).toarray()
     shifted = sparse_encode(Y + 10.0, W + 10.0, lam=5.0, n_iter=15).toarray()
     np.testing.assert_allclose(shifted, ref, atol=1e-6)
+
+
+
+def test_offset_step_ratio_exact():
+    """Atoms (+-1, c): sigma_max(W)^2 = max(2, 2 c^2), centred 2, so the ratio is max(1, c^2)."""
+    for c in (0.0, 0.5, 3.0, 10.0):
+        W = np.array([[1.0, c], [-1.0, c]])
+        assert offset_step_ratio(W) == pytest.approx(max(1.0, c * c), rel=1e-12)
+    assert offset_step_ratio(np.ones((3, 2))) == 1.0  # coincident atoms: every code is optimal
+    assert offset_step_ratio(np.zeros((3, 2))) == 1.0
+    W = np.array([[1.0, 3.0], [-1.0, 3.0]])
+    for scale in (1e-170, 1e160):  # Gram matrices beyond float64: the same ratio
+        assert offset_step_ratio(W * scale) == pytest.approx(9.0, rel=1e-12)
+
+
+OFF_CENTRE = "far from the origin"
+
+
+@pytest.mark.parametrize("method", ["fit", "partial_fit"])
+def test_offset_data_warns(method):
+    """Moons moved by (10, 10): the step is ~300x smaller than centred, and
+    the first fit call says so, naming the remedy."""
+    Y, _ = make_moons(2000, random_state=0)
+    with pytest.warns(UserWarning, match=OFF_CENTRE) as record:
+        getattr(KDS(24, lam=5.0, **FAST), method)(Y + 10.0)
+    assert "StandardScaler(with_std=False)" in str(next(r.message for r in record if OFF_CENTRE in str(r.message)))
+
+
+def test_centred_data_do_not_warn():
+    """No warning on the paper's kind of data: moons as generated, and
+    nonnegative unit-norm rows like MNIST-5's (ratio about 6)."""
+    rng = np.random.default_rng(3)
+    images = rng.uniform(size=(600, 64)) ** 4
+    images /= np.linalg.norm(images, axis=1, keepdims=True)
+    for Y in (make_moons(2000, random_state=0)[0], images):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message=".*" + OFF_CENTRE)
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            KDS(24, lam=1.0, **FAST).fit(Y)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_centring_in_a_pipeline_is_the_remedy():
+    """The warning's advice works: centring moons moved by (10, 10) in a
+    Pipeline gives the accuracy of the moons as generated."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    Y, y = make_moons(3000, random_state=0)
+    params = dict(n_atoms=24, lam=5.0, n_iter=15, max_epochs=30, random_state=0)
+    with pytest.warns(UserWarning, match=OFF_CENTRE):
+        offset = KDSClustering(2, **params).fit_predict(Y + 10.0)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*" + OFF_CENTRE)
+        centred = make_pipeline(StandardScaler(with_std=False), KDSClustering(2, **params)).fit_predict(Y + 10.0)
+    assert clustering_accuracy(y, centred) >= 0.99
+    assert clustering_accuracy(y, centred) > clustering_accuracy(y, offset) + 0.05
 
 
 # --------------------------------------------------------------------------
