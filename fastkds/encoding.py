@@ -93,14 +93,14 @@ def offset_step_ratio(W):
     if not 0 < scale < np.inf:
         return 1.0
     W = W / scale  # the ratio does not depend on the scale, and Gram entries stay finite
-    Wc = W - W.mean(axis=0)
+    centred = _sigma_max_sq(W - W.mean(axis=0))
+    return _sigma_max_sq(W) / centred if centred > 0 else 1.0
 
-    def top(A):  # sigma_max^2 from the smaller Gram matrix
-        gram = A.T @ A if A.shape[1] <= A.shape[0] else A @ A.T
-        return float(np.linalg.eigvalsh(gram)[-1]) if A.size else 0.0
 
-    centred = top(Wc)
-    return top(W) / centred if centred > 0 else 1.0
+def _sigma_max_sq(A):
+    """``sigma_max(A)^2`` from the smaller of ``A^T A`` and ``A A^T`` (A not empty)."""
+    gram = A.T @ A if A.shape[1] <= A.shape[0] else A @ A.T
+    return float(np.linalg.eigvalsh(gram)[-1])
 
 
 class PreparedDictionary:
