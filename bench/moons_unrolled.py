@@ -33,9 +33,9 @@ from fastkds import KDSClustering, clustering_accuracy, make_moons  # noqa: E402
 from fastkds.unrolled import STEP_BOUND, loss_and_gradient  # noqa: E402
 
 
-def unrolled_loss(Y, W, n_iter):
+def unrolled_loss(Y, W, lam, n_iter):
     """The unrolled loss at the fixed step, and the norm of its gradient."""
-    f, grad, _, _ = loss_and_gradient(Y, W.astype(np.float64), 5.0, n_iter)
+    f, grad, _, _ = loss_and_gradient(Y, W.astype(np.float64), lam, n_iter)
     return f, np.linalg.norm(grad)
 
 
@@ -85,8 +85,8 @@ def main():
                 ref = KDSClustering(2, n_atoms=24, lam=5.0, n_iter=args.n_iter, init=args.init,
                                     random_state=seed).fit(Y)
             exact.append(clustering_accuracy(y, ref.labels_))
-            f, g = unrolled_loss(Y, model.components_, args.n_iter)
-            fe, ge = unrolled_loss(Y, ref.components_, args.n_iter)
+            f, g = unrolled_loss(Y, model.components_, model.lam, args.n_iter)
+            fe, ge = unrolled_loss(Y, ref.components_, ref.lam, args.n_iter)
             row.append(f"{f:8.5f} {g:8.1e} {exact[-1]:7.4f} {fe:8.5f} {ge:8.1e}")
         bayes.append(np.mean(bayes_labels(Y) == y))
         print(f"{seed:>4} {' '.join(row)} {bayes[-1]:8.4f}", flush=True)

@@ -89,7 +89,7 @@ def main():
     ap.add_argument("--exact", action="store_true", help="the exact alternating solver (100 epochs at most) instead")
     args = ap.parse_args()
     s = dict(SETTINGS[args.dataset])
-    s["n_atoms"] = args.n_atoms or s["n_atoms"]
+    s["n_atoms"] = s["n_atoms"] if args.n_atoms is None else args.n_atoms
     s["lam"] = s["lam"] if args.lam is None else args.lam
     prep = args.prep or s["prep"]
     if args.dataset == "yaleb":

@@ -239,7 +239,6 @@ def test_translated_data_same_codes():
     np.testing.assert_allclose(shifted, ref, atol=1e-6)
 
 
-
 def test_offset_step_ratio_exact():
     """Atoms (+-1, c): sigma_max(W)^2 = max(2, 2 c^2), centred 2, so the ratio is max(1, c^2)."""
     for c in (0.0, 0.5, 3.0, 10.0):
