@@ -6,8 +6,9 @@ spectral embedding clusters manifold-shaped data in time linear in n.
 
 Public API
 ----------
-KDS, KDSClustering
-    scikit-learn estimators.
+KDS, KDSClustering, KDSEnsembleClustering
+    scikit-learn estimators (the last clusters the codes of several
+    dictionaries at once).
 sparse_encode, project_simplex
     The encoder and the simplex projection as functions.
 make_moons, make_circles, load_mnist, load_yaleb, load_salinas_a
@@ -22,6 +23,7 @@ warmup
 
 from .datasets import load_mnist, load_salinas_a, load_yaleb, make_circles, make_moons
 from .encoding import project_simplex, sparse_encode
+from .ensemble import KDSEnsembleClustering
 from .estimators import KDS, KDSClustering
 from .metrics import clustering_accuracy
 from .persistence import load
@@ -32,6 +34,7 @@ __version__ = "0.1.0"
 __all__ = [
     "KDS",
     "KDSClustering",
+    "KDSEnsembleClustering",
     "sparse_encode",
     "project_simplex",
     "make_moons",
