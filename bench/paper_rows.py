@@ -3,7 +3,7 @@ accuracy over seeds, one setting for all seeds.
 
     python bench/paper_rows.py yaleb|salinas [--prep minmax|standardize|unit_norm|none]
         [--seeds 5] [--first-seed 0] [--epochs E] [--untrained] [--all-pixels] [--reference-embedding]
-        [--freeze-step] [--drop-water-bands] [--n-atoms M] [--lam L] [--center]
+        [--freeze-step] [--drop-water-bands] [--n-atoms M] [--lam L] [--center] [--n-estimators R]
 
 Defaults are the paper's (supplement, "Optimal network parameters", and its
 code): Yale B m=64, T=50, lam=0.1, Adam lr 1e-4, 15 epochs, batch 1, fixed
@@ -26,10 +26,12 @@ initial value, as the paper's code does; ``--drop-water-bands`` keeps the 204
 bands of the paper's copy of Salinas-A. ``--n-atoms`` and ``--lam`` replace
 the paper's m and lambda. ``--center`` subtracts the mean point after the
 preprocessing (the encoder's step depends on where the origin is;
-docs/algorithm.md).
+docs/algorithm.md). ``--n-estimators R`` fits
+:class:`fastkds.KDSEnsembleClustering`: R dictionaries, each trained as
+above from its own initial atoms, clustered as one joint code graph.
 
 Each seed's line: accuracy, fit seconds, the leading eigenvalues of the code
-graph and the final training loss; then the confusion matrix (rows: classes;
+graph and the final training loss (one per dictionary); then the confusion matrix (rows: classes;
 columns: matched clusters); the last line: mean and min over the seeds.
 """
 
@@ -40,7 +42,8 @@ import warnings
 
 import numpy as np
 
-from fastkds import KDSClustering, clustering_accuracy, datasets
+from fastkds import KDS, KDSClustering, clustering_accuracy, datasets
+from fastkds.ensemble import KDSEnsembleClustering
 from fastkds.metrics import matched_confusion
 from fastkds.experiments import preprocess
 
@@ -87,7 +90,11 @@ def main():
     ap.add_argument("--center", action="store_true", help="subtract the mean point after the preprocessing")
     ap.add_argument("--init", default="random", choices=["random", "k-means++"])
     ap.add_argument("--exact", action="store_true", help="the exact alternating solver (100 epochs at most) instead")
+    ap.add_argument("--n-estimators", type=int, default=1,
+                    help="R > 1: KDSEnsembleClustering over R dictionaries (seeded by the run's seed)")
     args = ap.parse_args()
+    if args.n_estimators > 1 and args.reference_embedding:
+        ap.error("--reference-embedding needs a single dictionary (--n-estimators 1)")
     s = dict(SETTINGS[args.dataset])
     s["n_atoms"] = s["n_atoms"] if args.n_atoms is None else args.n_atoms
     s["lam"] = s["lam"] if args.lam is None else args.lam
@@ -114,18 +121,25 @@ def main():
         + ("exact solver" if args.exact else f"unrolled, lr {lr:g}, {epochs} epochs, batch {batch}, "
            f"train_step={s['train_step']}, freeze_step={args.freeze_step}") + f", init {args.init}"
         + (", centred" if args.center else "")
+        + (f", {args.n_estimators} dictionaries (KDSEnsembleClustering)" if args.n_estimators > 1 else "")
     )
     acc, ref = [], []
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = KDSClustering(
-                s["k"], n_atoms=s["n_atoms"], lam=s["lam"], n_iter=s["n_iter"],
+            params = dict(
+                n_atoms=s["n_atoms"], lam=s["lam"], n_iter=s["n_iter"],
                 solver="exact" if args.exact else "unrolled", max_epochs=100 if args.exact else epochs,
-                learning_rate=lr, batch_size=batch, train_step=s["train_step"], init=args.init, random_state=seed,
+                learning_rate=lr, batch_size=batch, train_step=s["train_step"], init=args.init,
                 freeze_step=args.freeze_step,
-            ).fit(Y)
+            )
+            if args.n_estimators > 1:
+                model = KDSEnsembleClustering(
+                    s["k"], estimator=KDS(**params), n_estimators=args.n_estimators, random_state=seed
+                ).fit(Y)
+            else:
+                model = KDSClustering(s["k"], random_state=seed, **params).fit(Y)
         sec = time.perf_counter() - t0
         acc.append(clustering_accuracy(y[scored], model.labels_[scored]))
         extra = ""
@@ -133,8 +147,9 @@ def main():
             ref.append(clustering_accuracy(y[scored], reference_labels(model, Y, s["k"], seed)[scored]))
             extra = f", released code's spectral step {ref[-1]:.4f}"
         ev = np.round(model.eigenvalues_[: s["k"] + 2], 3)
-        print(f"seed {seed}: accuracy {acc[-1]:.4f} in {sec:.1f} s{extra}; eigenvalues {ev}; "
-              f"loss {model.kds_.objective_[-1]:.4g}", flush=True)
+        kdss = model.estimators_ if args.n_estimators > 1 else [model.kds_]
+        loss = " ".join(f"{kds.objective_[-1]:.4g}" for kds in kdss)
+        print(f"seed {seed}: accuracy {acc[-1]:.4f} in {sec:.1f} s{extra}; eigenvalues {ev}; loss {loss}", flush=True)
         print("  " + str(matched_confusion(y[scored], model.labels_[scored])).replace("\n", "\n  "))
     print(f"accuracy over {len(acc)} seeds: mean {np.mean(acc):.4f}, min {np.min(acc):.4f}, max {np.max(acc):.4f}")
     if ref:

@@ -27,7 +27,7 @@ from fastkds.experiments import (
 )
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-REAL = {"mnist5": "mnist", "yaleb": "yaleb", "salinas": "salinasA"}
+REAL = {"mnist5": "mnist", "yaleb": "yaleb", "yaleb5": "yaleb", "salinas": "salinasA"}
 
 
 def _args(argv):
@@ -66,7 +66,7 @@ def _table_rows(text):
 
 def test_quick_run_prints_every_row(quick_run):
     rows, grid, text, _ = quick_run
-    assert [r.exp.name for r in rows] == ["moons", "moons10k", "mnist5", "yaleb", "salinas"]
+    assert [r.exp.name for r in rows] == ["moons", "moons10k", "mnist5", "yaleb", "yaleb5", "salinas"]
     table = _table_rows(text)
     titles = [r.exp.title for r in rows]
     assert all(t in table for t in titles), text
@@ -103,6 +103,11 @@ def test_quick_run_values_are_sane(quick_run):
     assert grid.accuracy.shape == (2, 2, 1)
     assert np.all((grid.accuracy >= 0.5 - 1e-9) & (grid.accuracy <= 1.0))
     assert grid.accuracy[1, 1, 0] >= 0.9
+    if (DATA / "yaleb").is_dir():
+        # the ensemble row fits KDSEnsembleClustering, the row before it KDSClustering
+        assert len(rows[4].model.estimators_) == rows[4].exp.n_estimators == 2
+        assert rows[4].model.components_.shape == (2 * 8, rows[4].d)
+        assert not hasattr(rows[3].model, "estimators_")
     if (DATA / "mnist").is_dir():
         mnist = rows[2]
         assert (mnist.n, mnist.d) == (300, 784)
@@ -249,6 +254,12 @@ def test_yaleb_and_salinas_use_the_papers_training():
         assert (e.n_atoms, e.n_iter, e.lam, e.max_epochs, e.preprocess) == (m, T, lam, epochs, prep)
         assert e.options["solver"] == "unrolled" and e.options["init"] == "random"
         assert (e.options["learning_rate"], e.options["batch_size"]) == (lr, batch)
+        assert e.n_estimators == 1
+    # the ensemble row: the Yale B row's settings, five dictionaries
+    ens = exps["yaleb5"]
+    assert ens.n_estimators == 5
+    assert (ens.n_atoms, ens.n_iter, ens.lam, ens.max_epochs, ens.preprocess, ens.options, ens.seeds) == (
+        64, 50, 0.1, 15, "unit_norm", exps["yaleb"].options, exps["yaleb"].seeds)
 
 
 @pytest.mark.skipif(not (DATA / "yaleb").is_dir(), reason="shared/data/yaleb not found beside the checkout")
