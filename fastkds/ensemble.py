@@ -8,9 +8,10 @@ dictionaries from independent initial atoms and coding every point in each
 gives r bipartite graphs on the same points; side by side, with the codes
 scaled by 1/r so that every point still has degree 1, they form one
 bipartite graph with r*m atoms. Its spectral embedding (SPEC section 6,
-unchanged) averages the point-point affinity ``X X^T`` over the r
-dictionaries, so a point misplaced by one dictionary is held in place by
-the others. Time and memory stay linear in n: r fits, r encodings, and an
+unchanged) is that of the point-point affinity ``Z Z^T``, with
+``Z = X diag(s)^(-1/2)``, and for the joint graph that affinity is the mean
+of the r dictionaries' own: a point misplaced by one dictionary is held in
+place by the others. Time and memory stay linear in n: r fits, r encodings, and an
 (r m) x (r m) eigenproblem.
 """
 

@@ -66,6 +66,22 @@ def test_joint_codes_are_the_dictionaries_codes_side_by_side(ensemble_moons, moo
     assert not np.allclose(model.estimators_[0].components_, model.estimators_[1].components_)
 
 
+def test_joint_affinity_is_the_mean_of_the_dictionaries(ensemble_moons, moons):
+    # Z Z^T with Z = X diag(s)^(-1/2): the joint graph's point affinity is the
+    # mean over the dictionaries of each one's (the module's claim)
+    Y, _ = moons
+    model = ensemble_moons
+
+    def affinity(X):
+        X = X.toarray()
+        s = X.sum(axis=0)
+        Z = X[:, s > 0] / np.sqrt(s[s > 0])
+        return Z @ Z.T
+
+    each = [affinity(kds.transform(Y)) for kds in model.estimators_]
+    np.testing.assert_allclose(affinity(model._joint_codes(Y)), np.mean(each, axis=0), atol=1e-12)
+
+
 def test_embedding_matches_dense_svd(moons):
     # SPEC 6 on the joint graph, the oracle: top-k left singular vectors of
     # Z = X diag(s)^(-1/2) from a dense SVD (no m x m shortcut)
