@@ -23,7 +23,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _dask
 from ._validation import check_nonneg_float, check_positive_int
-from .estimators import KDS, _check_input
+from .estimators import KDS, _check_input, check_n_clusters
+from .sources import ChunkSource
 from .spectral import BipartiteSpectrum, kmeans_labels, normalize_rows
 
 
@@ -111,12 +112,7 @@ class KDSEnsembleClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.random_state = random_state
 
     def _check_params(self):
-        if isinstance(self.n_clusters, str):
-            if self.n_clusters != "auto":
-                raise ValueError(f"n_clusters must be an int or 'auto', got {self.n_clusters!r}")
-            k = None
-        else:
-            k = check_positive_int(self.n_clusters, "n_clusters")
+        k = check_n_clusters(self.n_clusters)
         if self.estimator is not None and not isinstance(self.estimator, KDS):
             raise TypeError(f"estimator must be a fastkds.KDS or None, got {type(self.estimator).__name__}")
         check_positive_int(self.n_estimators, "n_estimators")
@@ -192,7 +188,12 @@ class KDSEnsembleClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         if _dask.is_dask_array(X):
             raise TypeError("KDSEnsembleClustering does not take Dask arrays; compute the array first")
-        Y = _check_input(self, X, reset=False, passes=len(self.estimators_))
+        Y = _check_input(self, X, reset=False)
+        if isinstance(Y, ChunkSource) and not Y.reiterable and len(self.estimators_) > 1:
+            raise TypeError(
+                f"transform reads the data once per dictionary ({len(self.estimators_)} times), but X is a "
+                "one-shot iterator: pass a list of chunks or a callable returning a fresh iterator"
+            )
         return normalize_rows(self.spectrum_.embed(self._joint_codes(Y), self.n_clusters_), copy=False)
 
     def predict(self, X):

@@ -126,6 +126,15 @@ def _check_input(estimator, X, *, reset, passes=1):
     return source
 
 
+def check_n_clusters(n_clusters):
+    """``n_clusters`` checked: a positive int, or None for ``"auto"``."""
+    if isinstance(n_clusters, str):
+        if n_clusters != "auto":
+            raise ValueError(f"n_clusters must be an int or 'auto', got {n_clusters!r}")
+        return None
+    return check_positive_int(n_clusters, "n_clusters")
+
+
 def _take_rows(Y, indices):
     """Rows ``indices`` (sorted) of an array or a :class:`ChunkSource`, in memory."""
     return Y.take(indices) if isinstance(Y, ChunkSource) else Y[indices]
@@ -816,11 +825,7 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         return KDS(**params)
 
     def _check_n_clusters(self):
-        if isinstance(self.n_clusters, str):
-            if self.n_clusters != "auto":
-                raise ValueError(f"n_clusters must be an int or 'auto', got {self.n_clusters!r}")
-            return None
-        return check_positive_int(self.n_clusters, "n_clusters")
+        return check_n_clusters(self.n_clusters)
 
     def fit(self, X, y=None):
         """Learn the dictionary, embed the points and cluster them.

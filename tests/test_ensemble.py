@@ -182,6 +182,11 @@ def test_chunked_input(moons, tmp_path):
     np.testing.assert_allclose(chunked.components_, in_memory.components_, atol=1e-10)
     np.testing.assert_array_equal(chunked.labels_, in_memory.labels_)
     assert sp.issparse(chunked._joint_codes(np.load(path)))
+    # data given as chunks: a list is read once per dictionary, a one-shot iterator cannot be
+    chunks = [Y[:700], Y[700:]]
+    np.testing.assert_array_equal(chunked.predict(chunks), chunked.labels_)
+    with pytest.raises(TypeError, match="once per dictionary"):
+        chunked.transform(iter(chunks))
 
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
