@@ -49,7 +49,8 @@ class KDSEnsembleClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     estimator : KDS or None, default=None
         The dictionary model to clone, with its settings (``n_atoms``,
         ``lam``, ``n_iter``, ``solver``, ...); its ``random_state`` is
-        replaced in each clone. None means ``KDS()``.
+        replaced in each clone. None means ``KDS()``. With
+        ``verbose=1`` each dictionary's fit shows its own progress bar.
     n_estimators : int, default=5
         Number of dictionaries.
     min_component : float, default=0.01
