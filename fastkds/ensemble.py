@@ -11,8 +11,8 @@ bipartite graph with r*m atoms. Its spectral embedding (SPEC section 6,
 unchanged) is that of the point-point affinity ``Z Z^T``, with
 ``Z = X diag(s)^(-1/2)``, and for the joint graph that affinity is the mean
 of the r dictionaries' own: a point misplaced by one dictionary is held in
-place by the others. Time and memory stay linear in n: r fits, r encodings, and an
-(r m) x (r m) eigenproblem.
+place by the others. Time and memory stay linear in n: r fits, r
+encodings, and an (r m) x (r m) eigenproblem.
 """
 
 import numpy as np
@@ -134,8 +134,9 @@ class KDSEnsembleClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features), or data read in chunks
-            As for :meth:`fastkds.KDS.fit`; the data are read
-            ``2 * n_estimators`` times. Dask arrays are not supported here.
+            As for :meth:`fastkds.KDS.fit`; data read in chunks are read
+            again for every dictionary's fit and codes. Dask arrays are not
+            supported here.
         y : Ignored
 
         Returns
