@@ -185,7 +185,8 @@ class KDSEnsembleClustering(ClusterMixin, TransformerMixin, BaseEstimator):
 
         Returns
         -------
-        embedding : ndarray of shape (n_samples, spectrum_.n_columns(n_clusters_))
+        embedding : ndarray of shape (n_samples, n_columns)
+            ``n_columns = spectrum_.n_columns(n_clusters_)``, as for ``embedding_``.
         """
         check_is_fitted(self)
         if _dask.is_dask_array(X):
