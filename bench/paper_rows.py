@@ -31,8 +31,9 @@ docs/algorithm.md). ``--n-estimators R`` fits
 above from its own initial atoms, clustered as one joint code graph.
 
 Each seed's line: accuracy, fit seconds, the leading eigenvalues of the code
-graph and the final training loss (one per dictionary); then the confusion matrix (rows: classes;
-columns: matched clusters); the last line: mean and min over the seeds.
+graph and the final training loss (one per dictionary); then the confusion
+matrix (rows: classes; columns: matched clusters); the last line: mean and
+min over the seeds.
 """
 
 import argparse

@@ -105,8 +105,8 @@ def test_quick_run_values_are_sane(quick_run):
     assert grid.accuracy[1, 1, 0] >= 0.9
     if (DATA / "yaleb").is_dir():
         # the ensemble row fits KDSEnsembleClustering, the row before it KDSClustering
-        assert len(rows[4].model.estimators_) == rows[4].exp.n_estimators == 2
-        assert rows[4].model.components_.shape == (2 * 8, rows[4].d)
+        assert len(rows[4].model.estimators_) == rows[4].exp.n_estimators == 5
+        assert rows[4].model.components_.shape == (5 * 8, rows[4].d)
         assert not hasattr(rows[3].model, "estimators_")
     if (DATA / "mnist").is_dir():
         mnist = rows[2]
