@@ -11,8 +11,9 @@ counts m and separations delta (and, beside the paper's Yale B row,
 one table: the accuracy over the seeds (mean and minimum, best matching of
 clusters to classes), the fit time, the paper's numbers, and scikit-learn
 baselines measured in the same run (``KMeans``; ``SpectralClustering`` on a
-10-nearest-neighbour graph). For the moons it adds the Bayes classifier, which knows the generating model
-and is the ceiling any method can reach on the same points.
+10-nearest-neighbour graph). For the moons it adds the Bayes classifier,
+which knows the generating model and is the ceiling any method can reach on
+the same points.
 
 The real data are read from ``--data``, else from the environment variable
 ``FASTKDS_DATA``, else from a ``shared/data`` folder beside the current
