@@ -43,7 +43,7 @@ import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from ._config import numba_threads
-from ._validation import check_nonneg_float, check_positive_int
+from ._validation import check_clustering_params
 from .solvers import SufficientStatistics, run_epoch
 from .spectral import BipartiteSpectrum, kmeans_labels, normalize_rows
 
@@ -440,10 +440,7 @@ def fit_clustering(est, X):
     import dask.array as da
     from dask import delayed
 
-    k = est._check_n_clusters()
-    n_init = check_positive_int(est.n_init, "n_init")
-    min_component = check_nonneg_float(est.min_component, "min_component")
-    max_clusters = check_positive_int(est.max_clusters, "max_clusters")
+    k, n_init, min_component, max_clusters = check_clustering_params(est)
     Y = check_dask_array(X)
     _check_device(est)
     rng = check_random_state(est.random_state)

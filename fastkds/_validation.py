@@ -51,3 +51,26 @@ def check_nonneg_float(value, name):
     if not np.isfinite(value) or value < 0:
         raise ValueError(f"{name} must be finite and >= 0, got {value}")
     return value
+
+
+def check_clustering_params(est):
+    """The spectral step's parameters of a clusterer, checked.
+
+    Returns
+    -------
+    n_clusters : int or None
+        None for ``"auto"``.
+    n_init, min_component, max_clusters
+    """
+    if isinstance(est.n_clusters, str):
+        if est.n_clusters != "auto":
+            raise ValueError(f"n_clusters must be an int or 'auto', got {est.n_clusters!r}")
+        k = None
+    else:
+        k = check_positive_int(est.n_clusters, "n_clusters")
+    return (
+        k,
+        check_positive_int(est.n_init, "n_init"),
+        check_nonneg_float(est.min_component, "min_component"),
+        check_positive_int(est.max_clusters, "max_clusters"),
+    )

@@ -22,8 +22,8 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from . import _dask
-from ._validation import check_nonneg_float, check_positive_int
-from .estimators import KDS, _check_input, check_n_clusters
+from ._validation import check_clustering_params, check_positive_int
+from .estimators import KDS, _check_input
 from .sources import ChunkSource
 from .spectral import BipartiteSpectrum, kmeans_labels, normalize_rows
 
@@ -112,21 +112,11 @@ class KDSEnsembleClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.max_clusters = max_clusters
         self.random_state = random_state
 
-    def _check_params(self):
-        k = check_n_clusters(self.n_clusters)
-        if self.estimator is not None and not isinstance(self.estimator, KDS):
-            raise TypeError(f"estimator must be a fastkds.KDS or None, got {type(self.estimator).__name__}")
-        check_positive_int(self.n_estimators, "n_estimators")
-        check_positive_int(self.n_init, "n_init")
-        check_positive_int(self.max_clusters, "max_clusters")
-        check_nonneg_float(self.min_component, "min_component")
-        return k
-
     def _joint_codes(self, Y):
         """Codes of validated ``Y`` in every dictionary, side by side, scaled by 1/r."""
-        r = len(self.estimators_)
-        blocks = [kds._encode(Y) for kds in self.estimators_]
-        return sp.csr_array(sp.hstack(blocks, format="csr") * (1.0 / r))
+        joint = sp.hstack([kds._encode(Y) for kds in self.estimators_], format="csr")
+        joint.data *= 1.0 / len(self.estimators_)  # in place: the codes are the largest object
+        return joint
 
     def fit(self, X, y=None):
         """Fit the dictionaries, embed the points and cluster them.
@@ -148,12 +138,15 @@ class KDSEnsembleClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                 "KDSEnsembleClustering does not take Dask arrays; fit KDSClustering on them, "
                 "or compute the array first"
             )
-        k = self._check_params()
+        k, n_init, min_component, max_clusters = check_clustering_params(self)
+        if self.estimator is not None and not isinstance(self.estimator, KDS):
+            raise TypeError(f"estimator must be a fastkds.KDS or None, got {type(self.estimator).__name__}")
+        n_estimators = check_positive_int(self.n_estimators, "n_estimators")
         Y = _check_input(self, X, reset=True, passes=2)
         rng = check_random_state(self.random_state)
         base = KDS() if self.estimator is None else self.estimator
         self.estimators_ = []
-        for _ in range(self.n_estimators):
+        for _ in range(n_estimators):
             kds = clone(base).set_params(random_state=rng.randint(np.iinfo(np.int32).max))
             kds._fit_validated(Y)
             kds.n_features_in_ = Y.shape[1]
@@ -163,12 +156,12 @@ class KDSEnsembleClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         codes = self._joint_codes(Y)
         XtX = (codes.T @ codes).toarray()
         s = np.asarray(codes.sum(axis=0)).ravel()
-        spectrum = BipartiteSpectrum(XtX, s, min_component=self.min_component, atoms=self.components_)
-        n_clusters = spectrum.eigengap(self.max_clusters) if k is None else k
+        spectrum = BipartiteSpectrum(XtX, s, min_component=min_component, atoms=self.components_)
+        n_clusters = spectrum.eigengap(max_clusters) if k is None else k
         embedding = normalize_rows(spectrum.embed(codes, n_clusters), copy=False)
         del codes
         self.kmeans_, self.labels_ = kmeans_labels(
-            embedding, n_clusters, n_init=self.n_init, random_state=rng.randint(np.iinfo(np.int32).max)
+            embedding, n_clusters, n_init=n_init, random_state=rng.randint(np.iinfo(np.int32).max)
         )
         self.spectrum_ = spectrum
         self.embedding_ = embedding

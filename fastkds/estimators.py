@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._backends import get_backend
 from . import _dask
 from ._config import effective_n_jobs, numba_threads
-from ._validation import FLOAT_DTYPES, check_nonneg_float, check_positive_int
+from ._validation import FLOAT_DTYPES, check_clustering_params, check_nonneg_float, check_positive_int
 from .diskcodes import DiskCodesWriter
 from .encoding import OFFSET_STEP_RATIO_WARN, PreparedDictionary, concatenate_csr, offset_step_ratio
 from .online import RunningStatistics, online_step
@@ -124,15 +124,6 @@ def _check_input(estimator, X, *, reset, passes=1):
     if passes > 1:
         source.count()
     return source
-
-
-def check_n_clusters(n_clusters):
-    """``n_clusters`` checked: a positive int, or None for ``"auto"``."""
-    if isinstance(n_clusters, str):
-        if n_clusters != "auto":
-            raise ValueError(f"n_clusters must be an int or 'auto', got {n_clusters!r}")
-        return None
-    return check_positive_int(n_clusters, "n_clusters")
 
 
 def _take_rows(Y, indices):
@@ -824,9 +815,6 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         params["random_state"] = rng.randint(np.iinfo(np.int32).max)
         return KDS(**params)
 
-    def _check_n_clusters(self):
-        return check_n_clusters(self.n_clusters)
-
     def fit(self, X, y=None):
         """Learn the dictionary, embed the points and cluster them.
 
@@ -841,10 +829,7 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         """
         if _dask.is_dask_array(X):
             return _dask.fit_clustering(self, X)
-        k = self._check_n_clusters()
-        n_init = check_positive_int(self.n_init, "n_init")
-        min_component = check_nonneg_float(self.min_component, "min_component")
-        max_clusters = check_positive_int(self.max_clusters, "max_clusters")
+        k, n_init, min_component, max_clusters = check_clustering_params(self)
         Y = _check_input(self, X, reset=True, passes=2)
         rng = check_random_state(self.random_state)
         kds = self._inner_kds(rng)
