@@ -3,7 +3,7 @@ accuracy over seeds, one setting for all seeds.
 
     python bench/paper_rows.py yaleb|salinas [--prep minmax|standardize|unit_norm|none]
         [--seeds 5] [--first-seed 0] [--epochs E] [--untrained] [--all-pixels] [--reference-embedding]
-        [--freeze-step] [--drop-water-bands] [--n-atoms M] [--lam L] [--center] [--n-estimators R]
+        [--freeze-step] [--drop-water-bands] [--n-atoms M] [--lam L] [--center] [--n-estimators R [--n-jobs J]]
 
 Defaults are the paper's (supplement, "Optimal network parameters", and its
 code): Yale B m=64, T=50, lam=0.1, Adam lr 1e-4, 15 epochs, batch 1, fixed
@@ -28,7 +28,8 @@ the paper's m and lambda. ``--center`` subtracts the mean point after the
 preprocessing (the encoder's step depends on where the origin is;
 docs/algorithm.md). ``--n-estimators R`` fits
 :class:`fastkds.KDSEnsembleClustering`: R dictionaries, each trained as
-above from its own initial atoms, clustered as one joint code graph.
+above from its own initial atoms, clustered as one joint code graph;
+``--n-jobs J`` fits J of them at once (the same dictionaries).
 
 Each seed's line: accuracy, fit seconds, the leading eigenvalues of the code
 graph and the final training loss (one per dictionary); then the confusion
@@ -93,6 +94,8 @@ def main():
     ap.add_argument("--exact", action="store_true", help="the exact alternating solver (100 epochs at most) instead")
     ap.add_argument("--n-estimators", type=int, default=1,
                     help="R > 1: KDSEnsembleClustering over R dictionaries (seeded by the run's seed)")
+    ap.add_argument("--n-jobs", type=int, default=None,
+                    help="with R > 1: dictionaries fitted at once, one process each (-1: one per core)")
     args = ap.parse_args()
     if args.n_estimators > 1 and args.reference_embedding:
         ap.error("--reference-embedding needs a single dictionary (--n-estimators 1)")
@@ -137,7 +140,8 @@ def main():
             )
             if args.n_estimators > 1:
                 model = KDSEnsembleClustering(
-                    s["k"], estimator=KDS(**params), n_estimators=args.n_estimators, random_state=seed
+                    s["k"], estimator=KDS(**params), n_estimators=args.n_estimators, random_state=seed,
+                    n_jobs=args.n_jobs,
                 ).fit(Y)
             else:
                 model = KDSClustering(s["k"], random_state=seed, **params).fit(Y)

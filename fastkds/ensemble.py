@@ -15,17 +15,50 @@ place by the others. Time and memory stay linear in n: r fits, r
 encodings, and an (r m) x (r m) eigenproblem.
 """
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin, clone
 from sklearn.utils import check_random_state
+from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from . import _dask
+from ._config import effective_n_jobs
 from ._validation import check_clustering_params, check_positive_int
 from .estimators import KDS, _check_input
 from .sources import ChunkSource
 from .spectral import BipartiteSpectrum, kmeans_labels, normalize_rows
+
+
+def _fit_dictionary(kds, Y, threads=None):
+    """Fit one unfitted clone on validated ``Y``; return it and its warnings.
+
+    With ``threads`` given it runs in a joblib worker process: the clone's
+    kernels run on that many Numba threads (only if its own ``n_jobs`` is
+    None; restored afterwards, so that encoding back in the caller's
+    process uses all its threads), and its warnings are recorded as
+    ``(message, category)`` pairs for the caller to raise, where the
+    caller's warning filters apply. Otherwise they are raised as usual and
+    the list is empty.
+    """
+    if threads is None:
+        kds._fit_validated(Y)
+        caught = []
+    else:
+        n_jobs = kds.n_jobs
+        if n_jobs is None:
+            kds.n_jobs = threads
+        try:
+            with warnings.catch_warnings(record=True) as records:
+                warnings.simplefilter("always")
+                kds._fit_validated(Y)
+        finally:
+            kds.n_jobs = n_jobs
+        caught = [(str(w.message), w.category) for w in records]
+    kds.n_features_in_ = Y.shape[1]
+    return kds, caught
 
 
 class KDSEnsembleClustering(ClusterMixin, TransformerMixin, BaseEstimator):
@@ -63,7 +96,16 @@ class KDSEnsembleClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         Largest number of clusters ``"auto"`` may choose.
     random_state : int, RandomState instance or None, default=None
         Seeds the dictionaries' initial atoms and k-means.
-
+    n_jobs : int or None, default=None
+        Number of dictionaries fitted at once, each in its own process
+        (joblib's ``loky`` backend). None means 1; -1 means as many as
+        Numba has threads (by default one per CPU); never more than
+        ``n_estimators``. The threads are shared out: a clone whose own
+        ``n_jobs`` is None runs its kernels on ``threads // n_jobs`` of them
+        while it fits. The dictionaries are the same whatever ``n_jobs``;
+        only the fit is faster, most where one fit cannot use all the cores
+        (small mini-batches, such as the paper's Yale B training at batch
+        1). Data read in chunks are fitted one dictionary at a time.
     Attributes
     ----------
     estimators_ : list of KDS
@@ -103,6 +145,7 @@ class KDSEnsembleClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         n_init=10,
         max_clusters=20,
         random_state=None,
+        n_jobs=None,
     ):
         self.n_clusters = n_clusters
         self.estimator = estimator
@@ -111,6 +154,7 @@ class KDSEnsembleClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.n_init = n_init
         self.max_clusters = max_clusters
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     def _joint_codes(self, Y):
         """Codes of validated ``Y`` in every dictionary, side by side, scaled by 1/r."""
@@ -145,12 +189,19 @@ class KDSEnsembleClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         Y = _check_input(self, X, reset=True, passes=2)
         rng = check_random_state(self.random_state)
         base = KDS() if self.estimator is None else self.estimator
-        self.estimators_ = []
-        for _ in range(n_estimators):
-            kds = clone(base).set_params(random_state=rng.randint(np.iinfo(np.int32).max))
-            kds._fit_validated(Y)
-            kds.n_features_in_ = Y.shape[1]
-            self.estimators_.append(kds)
+        seeds = [rng.randint(np.iinfo(np.int32).max) for _ in range(n_estimators)]
+        clones = [clone(base).set_params(random_state=seed) for seed in seeds]
+        n_workers = 1 if self.n_jobs is None else min(n_estimators, effective_n_jobs(self.n_jobs))
+        if n_workers == 1 or isinstance(Y, ChunkSource):
+            fitted = [_fit_dictionary(kds, Y) for kds in clones]
+        else:
+            threads = max(1, effective_n_jobs(None) // n_workers)
+            fitted = Parallel(n_jobs=n_workers, backend="loky")(
+                delayed(_fit_dictionary)(kds, Y, threads) for kds in clones
+            )
+        self.estimators_ = [kds for kds, _ in fitted]
+        for message, category in (w for _, caught in fitted for w in caught):
+            warnings.warn(message, category, stacklevel=2)
         self.components_ = np.vstack([kds.components_ for kds in self.estimators_])
 
         codes = self._joint_codes(Y)

@@ -347,8 +347,9 @@ def _fit_kds(Y, k, n_atoms, lam, n_iter, max_epochs, seed, n_estimators=1, **opt
         warnings.simplefilter("ignore")  # ConvergenceWarning at max_epochs: reported via n_iter_
         t0 = time.perf_counter()
         if n_estimators > 1:
+            # n_jobs=-1: the dictionaries are fitted side by side, one per core (the same result)
             model = KDSEnsembleClustering(
-                k, estimator=KDS(**params), n_estimators=n_estimators, random_state=seed
+                k, estimator=KDS(**params), n_estimators=n_estimators, random_state=seed, n_jobs=-1
             ).fit(Y)
         else:
             model = KDSClustering(k, random_state=seed, **params).fit(Y)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import make_blobs
-from sklearn.exceptions import NotFittedError
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from fastkds import KDS, KDSClustering, KDSEnsembleClustering, clustering_accuracy, make_moons
@@ -112,6 +112,24 @@ def test_pickle_round_trip(ensemble_moons, moons):
     np.testing.assert_array_equal(loaded.predict(moons[0]), ensemble_moons.labels_)
 
 
+@pytest.mark.parametrize("solver", ["exact", "unrolled"])
+def test_dictionaries_fitted_in_parallel_are_the_same(moons, solver):
+    # n_jobs=2: two worker processes; each clone is seeded before it is sent,
+    # so the dictionaries, and all that follows, are those of n_jobs=None
+    Y, _ = moons
+    options = dict(solver="unrolled", batch_size=64, max_epochs=2) if solver == "unrolled" else {}
+    params = dict(estimator=KDS(**{**MOONS_KDS, **options}), n_estimators=3, random_state=0)
+    one = KDSEnsembleClustering(2, **params).fit(Y)
+    if solver == "exact":  # stopped at max_epochs: the workers' warning is raised here
+        with pytest.warns(ConvergenceWarning, match="did not converge"):
+            two = KDSEnsembleClustering(2, n_jobs=2, **params).fit(Y)
+    else:
+        two = KDSEnsembleClustering(2, n_jobs=2, **params).fit(Y)
+    np.testing.assert_array_equal(two.components_, one.components_)
+    np.testing.assert_array_equal(two.labels_, one.labels_)
+    assert [kds.n_jobs for kds in two.estimators_] == [None] * 3  # the workers' thread cap is not kept
+
+
 def test_auto_clusters_from_the_eigengap():
     # three blobs: one component of the joint code graph each, eigenvalue 1
     Y, labels = make_blobs(600, centers=[[0, 0], [20, 0], [0, 20]], cluster_std=0.5, random_state=0)
@@ -145,6 +163,8 @@ def test_the_template_estimator_is_not_fitted(moons):
         (dict(n_estimators=0), ValueError, "n_estimators"),
         (dict(n_clusters="many"), ValueError, "n_clusters"),
         (dict(min_component=-1.0), ValueError, "min_component"),
+        (dict(n_jobs=0), ValueError, "n_jobs"),
+        (dict(n_jobs="2"), TypeError, "n_jobs"),
     ],
 )
 def test_bad_parameters(moons, params, error, match):
@@ -178,7 +198,7 @@ def test_chunked_input(moons, tmp_path):
     np.save(path, Y)
     params = dict(estimator=KDS(**MOONS_KDS, chunk_size=400), n_estimators=2, random_state=0)
     in_memory = KDSEnsembleClustering(2, **params).fit(Y)
-    chunked = KDSEnsembleClustering(2, **params).fit(str(path))
+    chunked = KDSEnsembleClustering(2, n_jobs=2, **params).fit(str(path))  # fitted one at a time
     np.testing.assert_allclose(chunked.components_, in_memory.components_, atol=1e-10)
     np.testing.assert_array_equal(chunked.labels_, in_memory.labels_)
     assert sp.issparse(chunked._joint_codes(np.load(path)))
