@@ -16,7 +16,7 @@ make_moons, make_circles, load_mnist, load_yaleb, load_salinas_a
 clustering_accuracy
     Accuracy under the best matching of cluster labels to classes.
 load
-    Read a model written by ``KDS.save`` or ``KDSClustering.save``.
+    Read a model written by an estimator's ``save`` method (any of the three).
 warmup
     Compile (or load from cache) every kernel before timing-sensitive work.
 """

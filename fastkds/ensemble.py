@@ -27,7 +27,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _dask
 from ._config import effective_n_jobs
 from ._validation import check_clustering_params, check_positive_int
-from .estimators import KDS, _check_input
+from .estimators import KDS, _check_input, _SaveMixin
 from .sources import ChunkSource
 from .spectral import BipartiteSpectrum, kmeans_labels, normalize_rows
 
@@ -61,7 +61,7 @@ def _fit_dictionary(kds, Y, threads=None):
     return kds, caught
 
 
-class KDSEnsembleClustering(ClusterMixin, TransformerMixin, BaseEstimator):
+class KDSEnsembleClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
     """Spectral clustering on the codes of several independently seeded KDS
     dictionaries, joined in one bipartite graph.
 

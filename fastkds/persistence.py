@@ -7,7 +7,9 @@ way a pickle does. Every attribute that ``transform`` and ``predict`` use is
 stored exactly, so a loaded model gives bit-identical results.
 
 Layout (format version 1). Entries of a nested estimator carry its attribute
-name as a prefix (``kds_.``, ``kmeans_.``, ``spectrum_.``):
+name as a prefix (``kds_.``, ``kmeans_.``, ``spectrum_.``; for
+:class:`~fastkds.KDSEnsembleClustering` ``estimators_.0.``,
+``estimators_.1.``, ...):
 
 ``fastkds_format_version``
     int; files from a newer version are refused.
@@ -15,8 +17,10 @@ name as a prefix (``kds_.``, ``kmeans_.``, ``spectrum_.``):
     strings: the package version that wrote the file, and the estimator class.
 ``params``
     JSON of ``get_params()``, except array parameters (each its own entry
-    ``params.<name>``) and a ``RandomState`` (its state as entries
-    ``params.<name>.keys`` plus scalars in the JSON).
+    ``params.<name>``), a ``RandomState`` (its state as entries
+    ``params.<name>.keys`` plus scalars in the JSON) and a KDS template
+    (the ensemble's ``estimator``: its own ``params`` under the prefix
+    ``params.<name>.``).
 ``attributes``
     JSON of the scalar fitted attributes (absent when unfitted); array
     attributes are entries under their own names.
@@ -32,12 +36,13 @@ from sklearn.cluster import KMeans
 from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
+from .ensemble import KDSEnsembleClustering
 from .estimators import KDS, KDSClustering
 from .spectral import BipartiteSpectrum
 
 FORMAT_VERSION = 1
 
-_CLASSES = {"KDS": KDS, "KDSClustering": KDSClustering}
+_CLASSES = {"KDS": KDS, "KDSClustering": KDSClustering, "KDSEnsembleClustering": KDSEnsembleClustering}
 
 # Fitted attributes, split by how they are stored. KDSClustering's
 # ``components_`` and ``eigenvalues_`` are the nested models' arrays, and
@@ -47,6 +52,7 @@ _KDS_ARRAYS = ("components_", "objective_")
 _KDS_SCALARS = ("step_", "n_iter_", "n_features_in_")
 _CLUSTERING_ARRAYS = ("labels_", "embedding_")
 _CLUSTERING_SCALARS = ("n_features_in_", "n_clusters_", "timings_")
+_ENSEMBLE_SCALARS = ("n_features_in_", "n_clusters_")
 _KMEANS_ARRAYS = ("cluster_centers_",)
 _KMEANS_SCALARS = ("inertia_", "n_iter_", "n_features_in_")
 _SPECTRUM_ARRAYS = ("eigenvalues", "eigenvectors", "used", "_inv_sqrt_s")
@@ -76,9 +82,12 @@ def _put_array(entries, name, value):
 
 def _put_params(entries, prefix, estimator):
     """Store ``estimator.get_params()`` under ``prefix``."""
-    values, arrays, random_states = {}, [], {}
+    values, arrays, random_states, templates = {}, [], {}, []
     for name, value in estimator.get_params(deep=False).items():
-        if isinstance(value, np.ndarray):
+        if isinstance(value, KDS):
+            _put_params(entries, f"{prefix}params.{name}.", value)
+            templates.append(name)
+        elif isinstance(value, np.ndarray):
             _put_array(entries, f"{prefix}params.{name}", value)
             arrays.append(name)
         elif isinstance(value, np.random.RandomState):
@@ -93,7 +102,10 @@ def _put_params(entries, prefix, estimator):
                     f"cannot save parameter {name}={value!r} of {type(estimator).__name__}: {exc}"
                 ) from None
             values[name] = value
-    entries[f"{prefix}params"] = _to_json({"values": values, "arrays": arrays, "random_states": random_states})
+    spec = {"values": values, "arrays": arrays, "random_states": random_states}
+    if templates:
+        spec["templates"] = templates
+    entries[f"{prefix}params"] = _to_json(spec)
 
 
 def _put_attributes(entries, prefix, estimator, arrays, scalars):
@@ -128,8 +140,15 @@ def _is_fitted(estimator):
     return True
 
 
+def _put_clustering_tail(entries, estimator):
+    """The k-means and the spectrum of a fitted clustering model."""
+    _put_params(entries, "kmeans_.", estimator.kmeans_)
+    _put_attributes(entries, "kmeans_.", estimator.kmeans_, _KMEANS_ARRAYS, _KMEANS_SCALARS)
+    _put_spectrum(entries, "spectrum_.", estimator.spectrum_)
+
+
 def _entries(estimator):
-    """The npz entries of a KDS or KDSClustering, fitted or not."""
+    """The npz entries of a fastkds estimator, fitted or not."""
     entries = {
         "fastkds_format_version": np.array(FORMAT_VERSION),
         "class_name": np.array(type(estimator).__name__),
@@ -142,12 +161,16 @@ def _entries(estimator):
     if isinstance(estimator, KDS):
         _put_attributes(entries, "", estimator, _KDS_ARRAYS, _KDS_SCALARS)
         return entries
-    _put_attributes(entries, "", estimator, _CLUSTERING_ARRAYS, _CLUSTERING_SCALARS)
-    _put_params(entries, "kds_.", estimator.kds_)
-    _put_attributes(entries, "kds_.", estimator.kds_, _KDS_ARRAYS, _KDS_SCALARS)
-    _put_params(entries, "kmeans_.", estimator.kmeans_)
-    _put_attributes(entries, "kmeans_.", estimator.kmeans_, _KMEANS_ARRAYS, _KMEANS_SCALARS)
-    _put_spectrum(entries, "spectrum_.", estimator.spectrum_)
+    if isinstance(estimator, KDSEnsembleClustering):
+        _put_attributes(entries, "", estimator, _CLUSTERING_ARRAYS, _ENSEMBLE_SCALARS)
+        for i, kds in enumerate(estimator.estimators_):
+            _put_params(entries, f"estimators_.{i}.", kds)
+            _put_attributes(entries, f"estimators_.{i}.", kds, _KDS_ARRAYS, _KDS_SCALARS)
+    else:
+        _put_attributes(entries, "", estimator, _CLUSTERING_ARRAYS, _CLUSTERING_SCALARS)
+        _put_params(entries, "kds_.", estimator.kds_)
+        _put_attributes(entries, "kds_.", estimator.kds_, _KDS_ARRAYS, _KDS_SCALARS)
+    _put_clustering_tail(entries, estimator)
     return entries
 
 
@@ -159,7 +182,8 @@ def _package_version():
 
 
 def save(estimator, path):
-    """Save a :class:`~fastkds.KDS` or :class:`~fastkds.KDSClustering` to ``path``.
+    """Save a :class:`~fastkds.KDS`, :class:`~fastkds.KDSClustering` or
+    :class:`~fastkds.KDSEnsembleClustering` to ``path``.
 
     The file is an ``.npz`` archive of plain arrays (no pickle), written to a
     temporary file in the same folder and then renamed over ``path``, so
@@ -169,7 +193,7 @@ def save(estimator, path):
 
     Parameters
     ----------
-    estimator : KDS or KDSClustering
+    estimator : KDS, KDSClustering or KDSEnsembleClustering
         The model to save, fitted or not.
     path : str or os.PathLike
         Destination file; replaced if it exists.
@@ -185,7 +209,7 @@ def save(estimator, path):
     load : Read the file back.
     """
     if type(estimator) not in _CLASSES.values():
-        raise TypeError(f"can only save KDS or KDSClustering, got {type(estimator).__name__}")
+        raise TypeError(f"can only save KDS, KDSClustering or KDSEnsembleClustering, got {type(estimator).__name__}")
     entries = _entries(estimator)
     path = os.fspath(path)
     folder, base = os.path.split(os.path.abspath(path))
@@ -239,6 +263,8 @@ def _get_params(reader, prefix):
         keys = reader.array(f"{prefix}params.{name}.keys")
         rs.set_state((state["kind"], keys, state["pos"], state["has_gauss"], state["cached_gaussian"]))
         params[name] = rs
+    for name in spec.get("templates", []):
+        params[name] = KDS(**_get_params(reader, f"{prefix}params.{name}."))
     return params
 
 
@@ -286,21 +312,28 @@ def _get_spectrum(reader, prefix):
     return spectrum
 
 
-def _get_clustering(reader):
-    model = KDSClustering(**_get_params(reader, ""))
+def _get_clustering(reader, cls):
+    model = cls(**_get_params(reader, ""))
     if not reader.has("attributes"):
         return model
     _get_attributes(reader, "", model, _CLUSTERING_ARRAYS)
-    model.kds_ = _get_kds(reader, "kds_.")
+    if cls is KDSEnsembleClustering:
+        count = 0
+        while reader.has(f"estimators_.{count}.params"):
+            count += 1
+        model.estimators_ = [_get_kds(reader, f"estimators_.{i}.") for i in range(count)]
+        model.components_ = np.vstack([kds.components_ for kds in model.estimators_])
+    else:
+        model.kds_ = _get_kds(reader, "kds_.")
+        model.components_ = model.kds_.components_
     model.kmeans_ = _get_kmeans(reader, "kmeans_.", model.labels_)
     model.spectrum_ = _get_spectrum(reader, "spectrum_.")
-    model.components_ = model.kds_.components_
     model.eigenvalues_ = model.spectrum_.eigenvalues
     return model
 
 
 def load(path):
-    """Load a model written by :func:`save` (or ``KDS.save``, ``KDSClustering.save``).
+    """Load a model written by :func:`save` (or by an estimator's ``save`` method).
 
     The file is read with ``allow_pickle=False``. The model gives results
     identical to the one saved.
@@ -312,7 +345,7 @@ def load(path):
 
     Returns
     -------
-    estimator : KDS or KDSClustering
+    estimator : KDS, KDSClustering or KDSEnsembleClustering
         Fitted if the saved one was, else unfitted with the same parameters.
 
     Raises
@@ -349,6 +382,6 @@ def load(path):
         class_name = str(reader.array("class_name"))
         if class_name == "KDS":
             return _get_kds(reader, "")
-        if class_name == "KDSClustering":
-            return _get_clustering(reader)
+        if class_name in ("KDSClustering", "KDSEnsembleClustering"):
+            return _get_clustering(reader, _CLASSES[class_name])
         raise ValueError(f"{path!r} holds an unknown model class {class_name!r}")

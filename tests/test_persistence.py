@@ -1,5 +1,5 @@
-"""Saving and loading models: ``KDS.save`` / ``KDSClustering.save`` and
-:func:`fastkds.load` round trips (bit-identical results), pickling, and the
+"""Saving and loading models: ``KDS.save`` / ``KDSClustering.save`` /
+``KDSEnsembleClustering.save`` and :func:`fastkds.load` round trips (bit-identical results), pickling, and the
 errors for files that are newer, foreign or incomplete."""
 
 import copy
@@ -12,7 +12,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 import fastkds
-from fastkds import KDS, KDSClustering, make_moons, persistence
+from fastkds import KDS, KDSClustering, KDSEnsembleClustering, make_moons, persistence
 
 # Short fits stop at max_epochs on purpose.
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -35,6 +35,12 @@ def kds(request, moons):
 @pytest.fixture(scope="module", params=DTYPES, ids=lambda t: t.__name__)
 def clustering(request, moons):
     return KDSClustering(2, n_atoms=12, **FIT).fit(moons.astype(request.param))
+
+
+@pytest.fixture(scope="module", params=DTYPES, ids=lambda t: t.__name__)
+def ensemble(request, moons):
+    return KDSEnsembleClustering(2, estimator=KDS(12, lam=5.0, n_iter=10, max_epochs=5), n_estimators=3,
+                                 random_state=0).fit(moons.astype(request.param))
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +111,27 @@ def _assert_same_clustering(loaded, model, Y):
     assert sorted(vars(loaded.spectrum_)) == sorted(vars(model.spectrum_))
 
 
+def _assert_same_ensemble(loaded, model, Y):
+    assert type(loaded) is KDSEnsembleClustering
+    assert sorted(vars(loaded)) == sorted(vars(model))
+    params, want = loaded.get_params(deep=False), model.get_params(deep=False)
+    assert params.pop("estimator").get_params() == want.pop("estimator").get_params()
+    assert params == want
+    _assert_same_array(loaded.predict(Y), model.predict(Y))
+    _assert_same_array(loaded.transform(Y), model.transform(Y))
+    for name in ("labels_", "components_", "embedding_", "eigenvalues_"):
+        _assert_same_array(getattr(loaded, name), getattr(model, name))
+    assert loaded.n_clusters_ == model.n_clusters_
+    assert loaded.n_features_in_ == model.n_features_in_
+    assert len(loaded.estimators_) == len(model.estimators_)
+    for got, kds in zip(loaded.estimators_, model.estimators_):
+        _assert_same_kds(got, kds, Y)
+    assert loaded.eigenvalues_ is loaded.spectrum_.eigenvalues
+    assert loaded.kmeans_.labels_ is loaded.labels_
+    _assert_same_array(loaded.kmeans_.cluster_centers_, model.kmeans_.cluster_centers_)
+    assert sorted(vars(loaded.spectrum_)) == sorted(vars(model.spectrum_))
+
+
 # -- round trips ---------------------------------------------------------------
 
 
@@ -125,6 +152,26 @@ def test_clustering_round_trip_keeps_outlier_stand_ins(clustering_with_outliers,
     assert loaded.spectrum_.n_outlier_atoms == model.spectrum_.n_outlier_atoms
     for got, want in zip(loaded.spectrum_._stand_in, model.spectrum_._stand_in):
         _assert_same_array(got, want)
+
+
+def test_ensemble_round_trip_is_exact(ensemble, moons, tmp_path):
+    Y = moons.astype(ensemble.components_.dtype)
+    _assert_same_ensemble(_round_trip(ensemble, tmp_path), ensemble, Y)
+
+
+def test_unfitted_ensemble_round_trip_keeps_the_template(tmp_path):
+    # the template KDS is stored by its own parameters, arrays included
+    template = KDS(5, lam=0.25, init=np.arange(10.0).reshape(5, 2), solver="unrolled", random_state=3)
+    model = KDSEnsembleClustering(2, estimator=template, n_estimators=4, n_jobs=2, random_state=1)
+    loaded = _round_trip(model, tmp_path)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(loaded)
+    params, want = loaded.estimator.get_params(), template.get_params()
+    _assert_same_array(params.pop("init"), want.pop("init"))
+    assert params == want
+    assert {**loaded.get_params(deep=False), "estimator": None} == {**model.get_params(deep=False), "estimator": None}
+    assert KDSEnsembleClustering(2).save(tmp_path / "none.npz") is None
+    assert fastkds.load(tmp_path / "none.npz").estimator is None
 
 
 @pytest.mark.parametrize("which", ["kds", "clustering"])
@@ -215,7 +262,7 @@ def test_save_refuses_what_needs_pickle(tmp_path):
         KDS(chunk_size=object()).save(tmp_path / "a.npz")
     with pytest.raises(TypeError, match="object arrays"):
         KDS(init=np.array([None, "x"], dtype=object)).save(tmp_path / "b.npz")
-    with pytest.raises(TypeError, match="KDS or KDSClustering"):
+    with pytest.raises(TypeError, match="KDS, KDSClustering or KDSEnsembleClustering"):
         persistence.save(object(), tmp_path / "c.npz")
     assert os.listdir(tmp_path) == []
 
