@@ -106,6 +106,7 @@ class KDSEnsembleClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEsti
         only the fit is faster, most where one fit cannot use all the cores
         (small mini-batches, such as the paper's Yale B training at batch
         1). Data read in chunks are fitted one dictionary at a time.
+
     Attributes
     ----------
     estimators_ : list of KDS

@@ -140,13 +140,6 @@ def _is_fitted(estimator):
     return True
 
 
-def _put_clustering_tail(entries, estimator):
-    """The k-means and the spectrum of a fitted clustering model."""
-    _put_params(entries, "kmeans_.", estimator.kmeans_)
-    _put_attributes(entries, "kmeans_.", estimator.kmeans_, _KMEANS_ARRAYS, _KMEANS_SCALARS)
-    _put_spectrum(entries, "spectrum_.", estimator.spectrum_)
-
-
 def _entries(estimator):
     """The npz entries of a fastkds estimator, fitted or not."""
     entries = {
@@ -170,7 +163,9 @@ def _entries(estimator):
         _put_attributes(entries, "", estimator, _CLUSTERING_ARRAYS, _CLUSTERING_SCALARS)
         _put_params(entries, "kds_.", estimator.kds_)
         _put_attributes(entries, "kds_.", estimator.kds_, _KDS_ARRAYS, _KDS_SCALARS)
-    _put_clustering_tail(entries, estimator)
+    _put_params(entries, "kmeans_.", estimator.kmeans_)
+    _put_attributes(entries, "kmeans_.", estimator.kmeans_, _KMEANS_ARRAYS, _KMEANS_SCALARS)
+    _put_spectrum(entries, "spectrum_.", estimator.spectrum_)
     return entries
 
 
@@ -318,7 +313,7 @@ def _get_clustering(reader, cls):
         return model
     _get_attributes(reader, "", model, _CLUSTERING_ARRAYS)
     if cls is KDSEnsembleClustering:
-        count = 0
+        count = 1  # at least one; reader.array names the entry if even that is missing
         while reader.has(f"estimators_.{count}.params"):
             count += 1
         model.estimators_ = [_get_kds(reader, f"estimators_.{i}.") for i in range(count)]

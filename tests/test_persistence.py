@@ -329,6 +329,16 @@ def test_incomplete_file_fails_clearly(clustering, tmp_path):
         fastkds.load(path)
 
 
+def test_ensemble_without_dictionaries_fails_clearly(ensemble, tmp_path):
+    path = tmp_path / "model.npz"
+    ensemble.save(path)
+    with np.load(path, allow_pickle=False) as npz:
+        gone = {name: None for name in npz.files if name.startswith("estimators_.")}
+    _rewrite(path, **gone)
+    with pytest.raises(ValueError, match=r"entry 'estimators_\.0\.params' is missing"):
+        fastkds.load(path)
+
+
 def test_unknown_class_fails_clearly(kds, tmp_path):
     path = tmp_path / "model.npz"
     kds.save(path)
