@@ -27,7 +27,7 @@ from fastkds.experiments import (
 )
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-REAL = {"mnist5": "mnist", "yaleb": "yaleb", "yaleb5": "yaleb", "salinas": "salinasA"}
+REAL = {"mnist5": "mnist", "yaleb": "yaleb", "yaleb10": "yaleb", "salinas": "salinasA"}
 
 
 def _args(argv):
@@ -66,7 +66,7 @@ def _table_rows(text):
 
 def test_quick_run_prints_every_row(quick_run):
     rows, grid, text, _ = quick_run
-    assert [r.exp.name for r in rows] == ["moons", "moons10k", "mnist5", "yaleb", "yaleb5", "salinas"]
+    assert [r.exp.name for r in rows] == ["moons", "moons10k", "mnist5", "yaleb", "yaleb10", "salinas"]
     table = _table_rows(text)
     titles = [r.exp.title for r in rows]
     assert all(t in table for t in titles), text
@@ -105,8 +105,8 @@ def test_quick_run_values_are_sane(quick_run):
     assert grid.accuracy[1, 1, 0] >= 0.9
     if (DATA / "yaleb").is_dir():
         # the ensemble row fits KDSEnsembleClustering, the row before it KDSClustering
-        assert len(rows[4].model.estimators_) == rows[4].exp.n_estimators == 5
-        assert rows[4].model.components_.shape == (5 * 8, rows[4].d)
+        assert len(rows[4].model.estimators_) == rows[4].exp.n_estimators == 10
+        assert rows[4].model.components_.shape == (10 * 8, rows[4].d)
         assert not hasattr(rows[3].model, "estimators_")
     if (DATA / "mnist").is_dir():
         mnist = rows[2]
@@ -255,9 +255,9 @@ def test_yaleb_and_salinas_use_the_papers_training():
         assert e.options["solver"] == "unrolled" and e.options["init"] == "random"
         assert (e.options["learning_rate"], e.options["batch_size"]) == (lr, batch)
         assert e.n_estimators == 1
-    # the ensemble row: the Yale B row's settings, five dictionaries
-    ens = exps["yaleb5"]
-    assert ens.n_estimators == 5
+    # the ensemble row: the Yale B row's settings, ten dictionaries
+    ens = exps["yaleb10"]
+    assert ens.n_estimators == 10
     assert (ens.n_atoms, ens.n_iter, ens.lam, ens.max_epochs, ens.preprocess, ens.options, ens.seeds) == (
         64, 50, 0.1, 15, "unit_norm", exps["yaleb"].options, exps["yaleb"].seeds)
 
