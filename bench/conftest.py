@@ -6,8 +6,9 @@
     FASTKDS_BENCH_N=2000 pytest bench --benchmark-disable   # CI smoke pass
 
 Groups: ``projection``, ``encode``, ``encode-shape`` (m, d, T), ``fit``,
-``cluster`` and ``end-to-end``, each with its baselines in the same run (the
-NumPy oracle, scikit-learn's KMeans and SpectralClustering). JIT compilation
+``cluster``, ``end-to-end`` and ``ensemble``, each with its baselines in the
+same run (the NumPy oracle, scikit-learn's KMeans and SpectralClustering;
+for ``ensemble``, the dictionaries fitted one at a time). JIT compilation
 is excluded: every kernel is called once before it is timed. Slow baselines
 stop at the sizes given by ``ORACLE_MAX_N`` and ``SPECTRAL_MAX_N``.
 """
