@@ -88,20 +88,16 @@ def _assert_same_kds(loaded, model, Y):
     assert loaded.score(Y) == model.score(Y)
 
 
-def _assert_same_clustering(loaded, model, Y):
-    assert type(loaded) is KDSClustering
-    assert sorted(vars(loaded)) == sorted(vars(model))
-    assert loaded.get_params() == model.get_params()
+def _assert_same_spectral_step(loaded, model, Y):
+    """What KDSClustering and KDSEnsembleClustering share: labels, embedding, k-means, spectrum."""
+    assert sorted(vars(loaded)) == sorted(vars(model))  # every attribute restored
     _assert_same_array(loaded.predict(Y), model.predict(Y))
     _assert_same_array(loaded.transform(Y), model.transform(Y))
     for name in ("labels_", "components_", "embedding_", "eigenvalues_"):
         _assert_same_array(getattr(loaded, name), getattr(model, name))
     assert loaded.n_clusters_ == model.n_clusters_
-    assert loaded.timings_ == model.timings_
     assert loaded.n_features_in_ == model.n_features_in_
-    _assert_same_kds(loaded.kds_, model.kds_, Y)
     # the arrays shared after fit are shared after load
-    assert loaded.components_ is loaded.kds_.components_
     assert loaded.eigenvalues_ is loaded.spectrum_.eigenvalues
     assert loaded.kmeans_.labels_ is loaded.labels_
     public = [k for k in vars(model.kmeans_) if not k.startswith("_")]
@@ -111,25 +107,24 @@ def _assert_same_clustering(loaded, model, Y):
     assert sorted(vars(loaded.spectrum_)) == sorted(vars(model.spectrum_))
 
 
+def _assert_same_clustering(loaded, model, Y):
+    assert type(loaded) is KDSClustering
+    assert loaded.get_params() == model.get_params()
+    _assert_same_spectral_step(loaded, model, Y)
+    assert loaded.timings_ == model.timings_
+    _assert_same_kds(loaded.kds_, model.kds_, Y)
+    assert loaded.components_ is loaded.kds_.components_
+
+
 def _assert_same_ensemble(loaded, model, Y):
     assert type(loaded) is KDSEnsembleClustering
-    assert sorted(vars(loaded)) == sorted(vars(model))
     params, want = loaded.get_params(deep=False), model.get_params(deep=False)
     assert params.pop("estimator").get_params() == want.pop("estimator").get_params()
     assert params == want
-    _assert_same_array(loaded.predict(Y), model.predict(Y))
-    _assert_same_array(loaded.transform(Y), model.transform(Y))
-    for name in ("labels_", "components_", "embedding_", "eigenvalues_"):
-        _assert_same_array(getattr(loaded, name), getattr(model, name))
-    assert loaded.n_clusters_ == model.n_clusters_
-    assert loaded.n_features_in_ == model.n_features_in_
+    _assert_same_spectral_step(loaded, model, Y)
     assert len(loaded.estimators_) == len(model.estimators_)
     for got, kds in zip(loaded.estimators_, model.estimators_):
         _assert_same_kds(got, kds, Y)
-    assert loaded.eigenvalues_ is loaded.spectrum_.eigenvalues
-    assert loaded.kmeans_.labels_ is loaded.labels_
-    _assert_same_array(loaded.kmeans_.cluster_centers_, model.kmeans_.cluster_centers_)
-    assert sorted(vars(loaded.spectrum_)) == sorted(vars(model.spectrum_))
 
 
 # -- round trips ---------------------------------------------------------------
