@@ -3,7 +3,8 @@ accuracy over seeds, one setting for all seeds.
 
     python bench/paper_rows.py yaleb|salinas [--prep minmax|standardize|unit_norm|none]
         [--seeds 5] [--first-seed 0] [--epochs E] [--untrained] [--all-pixels] [--reference-embedding]
-        [--freeze-step] [--drop-water-bands] [--n-atoms M] [--lam L] [--center] [--n-estimators R [--n-jobs J]]
+        [--freeze-step] [--drop-water-bands] [--n-atoms M] [--lam L] [--lr R] [--center]
+        [--n-estimators R [--n-jobs J]]
 
 Defaults are the paper's (supplement, "Optimal network parameters", and its
 code): Yale B m=64, T=50, lam=0.1, Adam lr 1e-4, 15 epochs, batch 1, fixed
@@ -23,8 +24,8 @@ spectral step of the paper's released code (scikit-learn's
 Laplacian drops, points embedded as ``X V``, atoms and points clustered
 together) from the same codes. ``--freeze-step`` holds the fixed step at its
 initial value, as the paper's code does; ``--drop-water-bands`` keeps the 204
-bands of the paper's copy of Salinas-A. ``--n-atoms`` and ``--lam`` replace
-the paper's m and lambda. ``--center`` subtracts the mean point after the
+bands of the paper's copy of Salinas-A. ``--n-atoms``, ``--lam`` and ``--lr`` replace
+the paper's m, lambda and learning rate. ``--center`` subtracts the mean point after the
 preprocessing (the encoder's step depends on where the origin is;
 docs/algorithm.md). ``--n-estimators R`` fits
 :class:`fastkds.KDSEnsembleClustering`: R dictionaries, each trained as
@@ -89,6 +90,7 @@ def main():
     ap.add_argument("--reference-embedding", action="store_true")
     ap.add_argument("--n-atoms", type=int, default=None, help="m instead of the paper's")
     ap.add_argument("--lam", type=float, default=None, help="lambda instead of the paper's")
+    ap.add_argument("--lr", type=float, default=1e-4, help="Adam's learning rate instead of the paper's 1e-4")
     ap.add_argument("--center", action="store_true", help="subtract the mean point after the preprocessing")
     ap.add_argument("--init", default="random", choices=["random", "k-means++"])
     ap.add_argument("--exact", action="store_true", help="the exact alternating solver (100 epochs at most) instead")
@@ -97,6 +99,8 @@ def main():
     ap.add_argument("--n-jobs", type=int, default=None,
                     help="with R > 1: dictionaries fitted at once, one process each (-1: one per core)")
     args = ap.parse_args()
+    if args.untrained and args.lr != 1e-4:
+        ap.error("--untrained takes no --lr (it makes one step at 1e-12)")
     if args.n_estimators > 1 and args.reference_embedding:
         ap.error("--reference-embedding needs a single dictionary (--n-estimators 1)")
     s = dict(SETTINGS[args.dataset])
@@ -117,7 +121,7 @@ def main():
     # Salinas-A: label 0 is the unlabelled background; Yale B's labels are 0 and 1
     scored = (y != 0) if args.dataset == "salinas" else np.ones(y.size, dtype=bool)
     epochs = 1 if args.untrained else (args.epochs or s["max_epochs"])
-    lr = 1e-12 if args.untrained else 1e-4
+    lr = 1e-12 if args.untrained else args.lr
     batch = Y.shape[0] if args.untrained else s["batch_size"]
     print(
         f"{args.dataset}: n={Y.shape[0]} (scored {scored.sum()}), d={Y.shape[1]}, k={s['k']}, m={s['n_atoms']}, "
