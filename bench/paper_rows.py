@@ -51,8 +51,9 @@ from fastkds.metrics import matched_confusion
 from fastkds.experiments import preprocess
 
 SETTINGS = {
-    "yaleb": dict(k=2, n_atoms=64, n_iter=50, lam=0.1, max_epochs=15, batch_size=1, train_step=False, prep="unit_norm"),
-    "salinas": dict(k=6, n_atoms=25, n_iter=100, lam=1.0, max_epochs=50, batch_size=128, train_step=True,
+    "yaleb": dict(k=2, n_atoms=64, n_iter=50, lam=0.1, lr=1e-4, max_epochs=15, batch_size=1, train_step=False,
+                  prep="unit_norm"),
+    "salinas": dict(k=6, n_atoms=25, n_iter=100, lam=1.0, lr=1e-4, max_epochs=50, batch_size=128, train_step=True,
                     prep="standardize"),
 }
 
@@ -90,7 +91,7 @@ def main():
     ap.add_argument("--reference-embedding", action="store_true")
     ap.add_argument("--n-atoms", type=int, default=None, help="m instead of the paper's")
     ap.add_argument("--lam", type=float, default=None, help="lambda instead of the paper's")
-    ap.add_argument("--lr", type=float, default=1e-4, help="Adam's learning rate instead of the paper's 1e-4")
+    ap.add_argument("--lr", type=float, default=None, help="Adam's learning rate instead of the paper's")
     ap.add_argument("--center", action="store_true", help="subtract the mean point after the preprocessing")
     ap.add_argument("--init", default="random", choices=["random", "k-means++"])
     ap.add_argument("--exact", action="store_true", help="the exact alternating solver (100 epochs at most) instead")
@@ -99,13 +100,14 @@ def main():
     ap.add_argument("--n-jobs", type=int, default=None,
                     help="with R > 1: dictionaries fitted at once, one process each (-1: one per core)")
     args = ap.parse_args()
-    if args.untrained and args.lr != 1e-4:
+    if args.untrained and args.lr is not None:
         ap.error("--untrained takes no --lr (it makes one step at 1e-12)")
     if args.n_estimators > 1 and args.reference_embedding:
         ap.error("--reference-embedding needs a single dictionary (--n-estimators 1)")
     s = dict(SETTINGS[args.dataset])
     s["n_atoms"] = s["n_atoms"] if args.n_atoms is None else args.n_atoms
     s["lam"] = s["lam"] if args.lam is None else args.lam
+    s["lr"] = s["lr"] if args.lr is None else args.lr
     prep = args.prep or s["prep"]
     if args.dataset == "yaleb":
         Y, y = datasets.load_yaleb(os.path.join(args.data, "yaleb"))
@@ -121,7 +123,7 @@ def main():
     # Salinas-A: label 0 is the unlabelled background; Yale B's labels are 0 and 1
     scored = (y != 0) if args.dataset == "salinas" else np.ones(y.size, dtype=bool)
     epochs = 1 if args.untrained else (args.epochs or s["max_epochs"])
-    lr = 1e-12 if args.untrained else args.lr
+    lr = 1e-12 if args.untrained else s["lr"]
     batch = Y.shape[0] if args.untrained else s["batch_size"]
     print(
         f"{args.dataset}: n={Y.shape[0]} (scored {scored.sum()}), d={Y.shape[1]}, k={s['k']}, m={s['n_atoms']}, "

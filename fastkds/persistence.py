@@ -313,10 +313,8 @@ def _get_clustering(reader, cls):
         return model
     _get_attributes(reader, "", model, _CLUSTERING_ARRAYS)
     if cls is KDSEnsembleClustering:
-        count = 1  # at least one; reader.array names the entry if even that is missing
-        while reader.has(f"estimators_.{count}.params"):
-            count += 1
-        model.estimators_ = [_get_kds(reader, f"estimators_.{i}.") for i in range(count)]
+        # a fitted ensemble holds n_estimators dictionaries; a missing one is named by reader.array
+        model.estimators_ = [_get_kds(reader, f"estimators_.{i}.") for i in range(model.n_estimators)]
         model.components_ = np.vstack([kds.components_ for kds in model.estimators_])
     else:
         model.kds_ = _get_kds(reader, "kds_.")

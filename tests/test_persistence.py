@@ -5,6 +5,7 @@ errors for files that are newer, foreign or incomplete."""
 import copy
 import os
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -331,6 +332,18 @@ def test_ensemble_without_dictionaries_fails_clearly(ensemble, tmp_path):
         gone = {name: None for name in npz.files if name.startswith("estimators_.")}
     _rewrite(path, **gone)
     with pytest.raises(ValueError, match=r"entry 'estimators_\.0\.params' is missing"):
+        fastkds.load(path)
+
+
+def test_ensemble_missing_its_last_dictionary_fails_clearly(ensemble, tmp_path):
+    # n_estimators says how many dictionaries to read: one short is an error, not a smaller model
+    path = tmp_path / "model.npz"
+    ensemble.save(path)
+    last = f"estimators_.{ensemble.n_estimators - 1}."
+    with np.load(path, allow_pickle=False) as npz:
+        gone = {name: None for name in npz.files if name.startswith(last)}
+    _rewrite(path, **gone)
+    with pytest.raises(ValueError, match=rf"entry '{re.escape(last)}params' is missing"):
         fastkds.load(path)
 
 
