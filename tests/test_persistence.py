@@ -325,8 +325,11 @@ def test_incomplete_file_fails_clearly(clustering, tmp_path):
         fastkds.load(path)
 
 
-@pytest.mark.parametrize("removed, first_missing", [("estimators_.", "estimators_.0."), ("estimators_.2.", "estimators_.2.")],
-                         ids=["every-dictionary", "the-last"])
+@pytest.mark.parametrize(
+    "removed, first_missing",
+    [("estimators_.", "estimators_.0."), ("estimators_.2.", "estimators_.2.")],
+    ids=["every-dictionary", "the-last"],
+)
 def test_ensemble_without_dictionaries_fails_clearly(ensemble, tmp_path, removed, first_missing):
     # n_estimators (3) says how many dictionaries to read: one short is an error, not a smaller model
     assert ensemble.n_estimators == 3
