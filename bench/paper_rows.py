@@ -105,9 +105,7 @@ def main():
     if args.n_estimators > 1 and args.reference_embedding:
         ap.error("--reference-embedding needs a single dictionary (--n-estimators 1)")
     s = dict(SETTINGS[args.dataset])
-    s["n_atoms"] = s["n_atoms"] if args.n_atoms is None else args.n_atoms
-    s["lam"] = s["lam"] if args.lam is None else args.lam
-    s["lr"] = s["lr"] if args.lr is None else args.lr
+    s.update({key: getattr(args, key) for key in ("n_atoms", "lam", "lr") if getattr(args, key) is not None})
     prep = args.prep or s["prep"]
     if args.dataset == "yaleb":
         Y, y = datasets.load_yaleb(os.path.join(args.data, "yaleb"))
