@@ -17,10 +17,10 @@ class CpuBackend:
 
     name = "cpu"
 
-    def prepare(self, W, lam, n_iter, dtype):
+    def prepare(self, W, lam, n_iter, dtype, step="centred"):
         from .encoding import PreparedDictionary
 
-        return PreparedDictionary(W, lam, n_iter, dtype)
+        return PreparedDictionary(W, lam, n_iter, dtype, step)
 
     def chunk_size(self, n_features, n_atoms, itemsize):
         return default_chunk_size(n_features, n_atoms, itemsize)
@@ -45,8 +45,8 @@ class CudaBackend:
         gpu.require_cuda()
         self._gpu = gpu
 
-    def prepare(self, W, lam, n_iter, dtype):
-        return self._gpu.CudaPreparedDictionary(W, lam, n_iter, dtype)
+    def prepare(self, W, lam, n_iter, dtype, step="centred"):
+        return self._gpu.CudaPreparedDictionary(W, lam, n_iter, dtype, step=step)
 
     def chunk_size(self, n_features, n_atoms, itemsize):
         return self._gpu.default_chunk_size_cuda(n_features, n_atoms, itemsize)

@@ -40,12 +40,22 @@ def squared_distances(Y, W):
     return ((Y[:, None, :] - W[None, :, :]) ** 2).sum(axis=2)
 
 
-def step_size(W):
-    """``1 / sigma_max(W)^2``, the encoder step of SPEC section 3."""
-    return 1.0 / np.linalg.norm(np.asarray(W, dtype=np.float64), 2) ** 2
+def step_size(W, step="centred", dtype=np.float64):
+    """The encoder step: ``1 / sigma_max(W - mean atom)^2`` (SPEC 3a), or
+    the paper's ``1 / sigma_max(W)^2`` (SPEC section 3) with ``step="paper"``.
+
+    The centred ``sigma_max^2`` is held above ``sqrt(eps)`` (of ``dtype``)
+    times the uncentred one, so atoms that (nearly) coincide get a finite
+    step; their codes are all optimal then.
+    """
+    W = np.asarray(W, dtype=np.float64)
+    top = np.linalg.norm(W, 2) ** 2
+    if step == "centred":
+        top = max(np.linalg.norm(W - W.mean(axis=0), 2) ** 2, np.sqrt(np.finfo(dtype).eps) * top)
+    return 1.0 / top
 
 
-def encode(Y, W, lam, n_iter, alpha=None):
+def encode(Y, W, lam, n_iter, alpha=None, step="centred"):
     """Accelerated projected-gradient encoder of SPEC section 3, batched.
 
     Parameters
@@ -56,7 +66,8 @@ def encode(Y, W, lam, n_iter, alpha=None):
     n_iter : int
         T, the number of iterations.
     alpha : float, optional
-        Step; defaults to ``1 / sigma_max(W)^2``.
+        Step; defaults to :func:`step_size` of ``W`` by the rule ``step``.
+    step : {"centred", "paper"}, default="centred"
 
     Returns
     -------
@@ -64,7 +75,10 @@ def encode(Y, W, lam, n_iter, alpha=None):
     """
     dtype = Y.dtype
     if alpha is None:
-        alpha = step_size(W)
+        alpha = step_size(W, step, dtype)
+    if step == "centred":  # the same iteration on the centred problem (SPEC 3a)
+        mu = W.mean(axis=0)
+        Y, W = Y - mu.astype(dtype), W - mu
     alpha = dtype.type(alpha)
     lam = dtype.type(lam)
     Dist = squared_distances(Y, W)

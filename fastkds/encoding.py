@@ -103,11 +103,45 @@ def _sigma_max_sq(A):
     return float(np.linalg.eigvalsh(gram)[-1])
 
 
+#: The encoder's step rules (the ``step`` parameter of the estimators).
+STEPS = ("centred", "paper")
+
+
+def check_step(step):
+    """``step`` validated: one of :data:`STEPS`."""
+    if not isinstance(step, str) or step not in STEPS:
+        raise ValueError(f"step must be one of {STEPS}, got {step!r}")
+    return step
+
+
+def centred_sigma_max_sq(W, sigma_max_sq, dtype=np.float64):
+    """``sigma_max(W - mean atom)^2``: the Lipschitz constant of the encoder's
+    gradient for the centred problem (SPEC 3a).
+
+    For codes summing to 1 the objective of ``(y, W)`` equals that of
+    ``(y - mu, W - 1 mu)`` (mu the mean atom): the centred encoder solves the
+    same problem, and its step does not shrink as the data move away from
+    the origin. ``sigma_max_sq`` is the uncentred ``sigma_max(W)^2``; the
+    result is held above ``sqrt(eps)`` of it (eps of ``dtype``), so atoms
+    that coincide to rounding, for which every code is optimal, get a finite
+    step.
+    """
+    W = np.asarray(W, dtype=np.float64)
+    if not W.size or sigma_max_sq <= 0:
+        return sigma_max_sq
+    floor = sigma_max_sq * float(np.sqrt(np.finfo(dtype).eps))
+    scale = np.abs(W).max()
+    centred = _sigma_max_sq((W - W.mean(axis=0)) / scale) * scale * scale
+    return max(centred, floor)
+
+
 class PreparedDictionary:
     """A dictionary with what the encoder needs precomputed once.
 
     Holds ``W`` (m x d) in the working dtype, ``G = W W^T``, its diagonal, the
-    step ``alpha = 1 / sigma_max(W)^2`` and the typed constants.
+    step ``alpha`` and the typed constants. With the centred step, ``W`` is
+    the dictionary less its mean atom ``shift``, which :meth:`encode`
+    subtracts from the points too.
 
     Parameters
     ----------
@@ -115,10 +149,18 @@ class PreparedDictionary:
     lam : float
     n_iter : int
     dtype : numpy dtype, float32 or float64
+    step : {"centred", "paper"}, default="centred"
+        ``"centred"``: the encoder runs on the centred problem (points and
+        atoms less the mean atom), with ``alpha = 1 / sigma_max(W - mean
+        atom)^2``: the same objective and optimum, with codes that do not
+        depend on where the data sit (SPEC 3a, :func:`centred_sigma_max_sq`).
+        ``"paper"``: the paper's iteration on the data as given, ``alpha = 1
+        / sigma_max(W)^2``.
     """
 
-    def __init__(self, W, lam, n_iter, dtype):
+    def __init__(self, W, lam, n_iter, dtype, step="centred"):
         self.dtype = np.dtype(dtype)
+        self.step = check_step(step)
         W64 = np.asarray(W, dtype=np.float64)
         if not np.all(np.isfinite(W64)):
             raise ValueError("the dictionary contains NaN or infinite values")
@@ -139,12 +181,23 @@ class PreparedDictionary:
                 f"the squared norms of the atoms underflow (largest |entry| "
                 f"{np.abs(W64).max():.3g}): rescale the data"
             )
+        #: Subtracted from every point and atom before encoding (the mean atom,
+        #: or None): the codes and objectives are the same, and the products
+        #: the kernels form keep their precision however far the data sit.
+        self.shift = None
+        if step == "centred":
+            top = centred_sigma_max_sq(W64, top, self.dtype)
+            mu = W64.mean(axis=0)
+            W64 = W64 - mu
+            G64 = W64 @ W64.T
+            G = G64.astype(self.dtype)
+            self.shift = mu.astype(self.dtype)
         # A zero dictionary has no gradient from the fit term; any step works.
         self.alpha_value = 1.0 / top if top > 0 else 1.0
         self.alpha = self.dtype.type(self.alpha_value)
         if not np.isfinite(self.alpha):
             raise ValueError(
-                f"the encoder step 1/sigma_max(W)^2 = {self.alpha_value:.3g} overflows "
+                f"the encoder step = {self.alpha_value:.3g} overflows "
                 f"{self.dtype.name}: the data are too small in scale; rescale them"
             )
         self.W = W64.astype(self.dtype)
@@ -175,7 +228,9 @@ class PreparedDictionary:
         n = Y.shape[0]
         if buffers is None:
             buffers = self.allocate(n)
-        B, yy, counts, slot_idx, slot_val, obj = (buf[:n] for buf in buffers)
+        B, yy, counts, slot_idx, slot_val, obj, Yc = (buf[:n] for buf in buffers)
+        if self.shift is not None:
+            Y = np.subtract(Y, self.shift, out=Yc)
         if Y.shape[1] <= _kernels.SMALL_D:
             b_max, y_max = _kernels.point_products(Y, self.W, B, yy)
         else:
@@ -239,6 +294,8 @@ class PreparedDictionary:
             np.empty((chunk_size, m), dtype=np.int32),
             np.empty((chunk_size, m), dtype=self.dtype),
             np.empty(chunk_size, dtype=self.dtype),
+            # the centred points, with the centred step
+            np.empty((chunk_size if self.shift is not None else 0, self.W.shape[1]), dtype=self.dtype),
         )
 
 
@@ -284,12 +341,15 @@ def iter_chunks(n, chunk_size):
         yield start, min(start + chunk_size, n)
 
 
-def sparse_encode(Y, dictionary, *, lam=1.0, n_iter=50, chunk_size=None, n_jobs=None, device="cpu"):
+def sparse_encode(
+    Y, dictionary, *, lam=1.0, n_iter=50, step="centred", chunk_size=None, n_jobs=None, device="cpu"
+):
     """Sparse simplex codes of ``Y`` in a fixed dictionary (the KDS encoder).
 
     Runs T steps of accelerated projected gradient on
     ``1/2 ||y - x W||^2 + lam * sum_j x_j ||y - w_j||^2`` over the simplex,
-    from x = 0 with step ``1 / sigma_max(W)^2`` (SPEC section 3).
+    from x = 0 (SPEC section 3) with step ``1 / sigma_max(W - mean atom)^2``
+    (SPEC 3a) or the paper's ``1 / sigma_max(W)^2``.
 
     Parameters
     ----------
@@ -299,6 +359,8 @@ def sparse_encode(Y, dictionary, *, lam=1.0, n_iter=50, chunk_size=None, n_jobs=
         Locality weight.
     n_iter : int, default=50
         Encoder iterations T.
+    step : {"centred", "paper"}, default="centred"
+        The encoder step; see :class:`PreparedDictionary`.
     chunk_size : int or None
         Rows encoded at once; by default chosen from a 64 MiB budget.
     n_jobs : int or None
@@ -315,13 +377,14 @@ def sparse_encode(Y, dictionary, *, lam=1.0, n_iter=50, chunk_size=None, n_jobs=
     W = check_dictionary(dictionary, Y.shape[1], Y.dtype)
     lam = check_nonneg_float(lam, "lam")
     n_iter = check_positive_int(n_iter, "n_iter")
+    step = check_step(step)
     from ._backends import get_backend
 
     backend = get_backend(device)
     if chunk_size is None:
         chunk_size = backend.chunk_size(Y.shape[1], W.shape[0], Y.dtype.itemsize)
     chunk_size = check_positive_int(chunk_size, "chunk_size")
-    prepared = backend.prepare(W, lam, n_iter, Y.dtype)
+    prepared = backend.prepare(W, lam, n_iter, Y.dtype, step)
     parts = []
     with numba_threads(n_jobs):
         backend.run_epoch(Y, prepared, chunk_size, codes_out=parts)

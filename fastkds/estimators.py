@@ -18,7 +18,9 @@ from . import _dask
 from ._config import effective_n_jobs, numba_threads
 from ._validation import FLOAT_DTYPES, check_clustering_params, check_nonneg_float, check_positive_int
 from .diskcodes import DiskCodesWriter
-from .encoding import OFFSET_STEP_RATIO_WARN, PreparedDictionary, concatenate_csr, offset_step_ratio
+from .encoding import (
+    OFFSET_STEP_RATIO_WARN, PreparedDictionary, check_step, concatenate_csr, offset_step_ratio,
+)
 from .online import RunningStatistics, online_step
 from .solvers import SufficientStatistics, fit_alternating
 from .unrolled import UnrolledTrainer, fit_unrolled, step_size, theta_from_step
@@ -31,6 +33,16 @@ _KDS_PARAMS_DOC = """
         Larger values give sparser, more local codes.
     n_iter : int, default=50
         Encoder iterations T (the paper's unrolled layers).
+    step : {"centred", "paper"}, default="centred"
+        The encoder's step. ``"centred"``: the encoder runs on the points and
+        atoms less the mean atom, with step ``1 / sigma_max(W - mean atom)^2``.
+        Codes sum to 1, so the objective does not change when the data and
+        the atoms move together: the same optimum, and codes that do not
+        depend on where the data sit. ``"paper"``: ``1 / sigma_max(W)^2``,
+        which shrinks as the data move away from the origin (a warning says
+        when T steps may then stop short); ``fastkds paper`` uses it to
+        reproduce the paper as written. ``solver="unrolled"`` trains the
+        paper's encoder and always uses its step.
     max_epochs : int, default=100
         Maximum number of alternating-minimisation epochs (passes over the data).
     tol : float, default=1e-4
@@ -88,11 +100,11 @@ _KDS_PARAMS_DOC = """
         Shuffle the points every epoch (``solver="unrolled"``).
     train_step : bool, default=False
         Learn the encoder step along with the atoms (``solver="unrolled"``).
-        The step stays below ``1.5 / sigma_max(W)^2`` (a sigmoid bound), so it
-        cannot grow into the range where the encoder's codes collapse to
-        single atoms. Otherwise the step is ``1 / sigma_max(W)^2``.
+        The step stays below 1.5 times the ``step`` rule's (a sigmoid bound),
+        so it cannot grow into the range where the encoder's codes collapse
+        to single atoms. Otherwise the step is the rule's.
     freeze_step : bool, default=False
-        Hold the step at ``1 / sigma_max(W_0)^2`` of the initial dictionary
+        Hold the step at the ``step`` rule's value for the initial dictionary
         through training and encoding, as the paper's released code does
         with a fixed step (``solver="unrolled"``, ``train_step=False``). By
         default the step follows the current dictionary, as the encoder's
@@ -151,9 +163,12 @@ def _check_init(init, n_atoms, n_features):
     return W
 
 
-def _warn_if_off_centre(W, n_iter):
-    """Warn when the initial atoms sit so far from the origin that the
-    encoder's step is much smaller than for the same data centred."""
+def _warn_if_off_centre(W, n_iter, step):
+    """Warn when, with the paper's step, the initial atoms sit so far from
+    the origin that the encoder's step is much smaller than for the same
+    data centred."""
+    if step != "paper":
+        return
     ratio = offset_step_ratio(W)
     if ratio > OFFSET_STEP_RATIO_WARN:
         warnings.warn(
@@ -161,7 +176,8 @@ def _warn_if_off_centre(W, n_iter):
             f"1/sigma_max(W)^2 is {ratio:.3g} times smaller than for the same data centred, and "
             f"n_iter={n_iter} steps may stop far from the optimal codes (the encoder is not "
             f"translation-invariant). Subtract the data's mean first, for example with "
-            f"sklearn.preprocessing.StandardScaler(with_std=False) in a Pipeline, or raise n_iter.",
+            f"sklearn.preprocessing.StandardScaler(with_std=False) in a Pipeline, use step='centred', "
+            f"or raise n_iter.",
             UserWarning,
             stacklevel=2,
         )
@@ -234,7 +250,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
     components_ : ndarray of shape (n_atoms, n_features)
         The learned atoms, one per row, in the dtype of the training data.
     step_ : float
-        Encoder step ``1 / sigma_max(components_)^2``, or the learned step
+        Encoder step of ``components_`` by the ``step`` rule, or the learned step
         (``solver="unrolled"`` with ``train_step=True``).
     n_iter_ : int
         Epochs run.
@@ -268,6 +284,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         *,
         lam=1.0,
         n_iter=50,
+        step="centred",
         max_epochs=100,
         tol=1e-4,
         init="k-means++",
@@ -288,6 +305,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         self.n_atoms = n_atoms
         self.lam = lam
         self.n_iter = n_iter
+        self.step = step
         self.max_epochs = max_epochs
         self.tol = tol
         self.init = init
@@ -314,7 +332,10 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
             "n_iter": check_positive_int(self.n_iter, "n_iter"),
             "max_epochs": check_positive_int(self.max_epochs, "max_epochs"),
             "tol": check_nonneg_float(self.tol, "tol"),
+            "step": check_step(self.step),
         }
+        if self.solver == "unrolled":  # it trains the paper's encoder, step included
+            p["step"] = "paper"
         if self.chunk_size is not None:
             check_positive_int(self.chunk_size, "chunk_size")
         effective_n_jobs(self.n_jobs)
@@ -338,7 +359,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         else:
             W, _ = kmeans_plusplus(Y, self.n_atoms, random_state=rng)
             W = W.astype(np.float64)
-        _warn_if_off_centre(W, self.n_iter)
+        _warn_if_off_centre(W, self.n_iter, "paper" if self.solver == "unrolled" else self.step)
         return W
 
     def _presample_size(self, n):
@@ -383,7 +404,8 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
     def _run(self, Y, stats=None, codes_out=None):
         """One encoding pass over validated ``Y`` with the learned dictionary."""
         backend = get_backend(self.device)
-        prepared = backend.prepare(self.components_, self.lam, self.n_iter, Y.dtype)
+        step = "paper" if self.solver == "unrolled" else self.step  # as _validated_params
+        prepared = backend.prepare(self.components_, self.lam, self.n_iter, Y.dtype, step)
         if self.solver == "unrolled" and (self.train_step or self.freeze_step):  # not 1/sigma_max^2
             prepared.alpha_value = float(self.step_)
             prepared.alpha = prepared.dtype.type(self.step_)
@@ -471,6 +493,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
                         n_iter=p["n_iter"],
                         max_epochs=p["max_epochs"],
                         tol=p["tol"],
+                        step=p["step"],
                         chunk_size=self._chunk_size(backend, data.shape[1]),
                         random_state=rng,
                         backend=backend,
@@ -486,7 +509,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
                 ConvergenceWarning,
             )
         self.components_ = W.astype(dtype)
-        self.step_ = PreparedDictionary(W, p["lam"], 1, np.float64).alpha_value
+        self.step_ = PreparedDictionary(W, p["lam"], 1, np.float64, p["step"]).alpha_value
         self.n_iter_ = epochs
         self.objective_ = np.asarray(history)
         return self
@@ -560,12 +583,12 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
             else:
                 backend = get_backend(self.device)
                 W, F, _ = online_step(
-                    Y, state["W"], state["running"], lam=p["lam"], n_iter=p["n_iter"],
+                    Y, state["W"], state["running"], lam=p["lam"], n_iter=p["n_iter"], step=p["step"],
                     chunk_size=self._chunk_size(backend, Y.shape[1]), backend=backend,
                     random_state=state["rng"],
                 )
                 state["W"] = W
-                step = PreparedDictionary(W, p["lam"], 1, np.float64).alpha_value
+                step = PreparedDictionary(W, p["lam"], 1, np.float64, p["step"]).alpha_value
         self._stream_state = state
         self.components_ = W.astype(Y.dtype)
         self.step_ = step
@@ -765,6 +788,7 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         n_atoms=16,
         lam=1.0,
         n_iter=50,
+        step="centred",
         max_epochs=100,
         tol=1e-4,
         init="k-means++",
@@ -789,6 +813,7 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         self.n_atoms = n_atoms
         self.lam = lam
         self.n_iter = n_iter
+        self.step = step
         self.max_epochs = max_epochs
         self.tol = tol
         self.init = init

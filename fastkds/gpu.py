@@ -1108,7 +1108,7 @@ class CudaPreparedDictionary:
     """A dictionary prepared for the CUDA encoder; mirrors
     :class:`fastkds.encoding.PreparedDictionary`.
 
-    The host-side quantities (``alpha = 1 / sigma_max(W)^2``, ``G = W W^T``,
+    The host-side quantities (the step ``alpha``, ``G = W W^T``,
     its diagonal, the momentum and the typed constants) are computed exactly
     as on the CPU, by a :class:`PreparedDictionary`, and copied to the device
     once.
@@ -1119,6 +1119,8 @@ class CudaPreparedDictionary:
     lam : float
     n_iter : int
     dtype : numpy dtype, float32 or float64
+    step : {"centred", "paper"}, default="centred"
+        The encoder step (see :class:`~fastkds.encoding.PreparedDictionary`).
     kernel : {"auto", "warp", "thread"}, default="auto"
         Encoder: one point per warp or one point per thread. "auto" takes the
         warp encoder from :data:`WARP_MIN_ATOMS` up to :data:`WARP_MAX_ATOMS`
@@ -1143,14 +1145,15 @@ class CudaPreparedDictionary:
     """
 
     def __init__(
-        self, W, lam, n_iter, dtype, *, kernel="auto", threads_per_block=ENCODE_THREADS,
+        self, W, lam, n_iter, dtype, *, step="centred", kernel="auto", threads_per_block=ENCODE_THREADS,
         scratch_budget=SCRATCH_BUDGET, warps_per_block=WARPS_PER_BLOCK, max_warps=None,
     ):  # fmt: skip
         require_cuda()
-        host = PreparedDictionary(W, lam, n_iter, dtype)
+        host = PreparedDictionary(W, lam, n_iter, dtype, step)
         self.dtype = host.dtype
         self.alpha_value = host.alpha_value
         self.W, self.G, self.ww = host.W, host.G, host.ww
+        self.shift = host.shift  # subtracted from each chunk on its way in (see _submit)
         self.alpha, self.lam, self.beta, self.ks = host.alpha, host.lam, host.beta, host.ks
         self.kernel = _resolve_kernel(kernel, self.n_atoms)
         self.threads_per_block = int(threads_per_block)
@@ -1250,6 +1253,8 @@ class CudaPreparedDictionary:
         n = Y.shape[0]
         s = buf.stream
         _copy_flat(buf.h_Y[:n].reshape(-1), Y.reshape(-1))  # pinned: the copy below is asynchronous
+        if self.shift is not None:  # the centred step: points centred as the atoms are
+            buf.h_Y[:n] -= self.shift
         buf.d_Y[:n].copy_to_device(buf.h_Y[:n], stream=s)
         self._encode_on_device(buf, n)
         if csr:
@@ -1537,6 +1542,8 @@ def run_epoch_cuda(Y, prepared, chunk_size, stats=None, buffers=None, codes_out=
             )
     if stats is not None:
         XtX, s, XtY = ws.result(ws.stream)
+        if prepared.shift is not None:  # the device summed X^T (Y - 1 shift)
+            XtY += np.outer(s, prepared.shift.astype(np.float64))
         stats.XtX += XtX
         stats.s += s
         stats.XtY += XtY

@@ -59,7 +59,7 @@ class RunningStatistics:
         self.XtY[atoms] = 0.0
 
 
-def online_step(Y, W, running, *, lam, n_iter, chunk_size, backend, random_state):
+def online_step(Y, W, running, *, lam, n_iter, chunk_size, backend, random_state, step="centred"):
     """Encode the chunk ``Y`` with ``W``, update ``running`` and return the new dictionary.
 
     Atoms unused since they were placed, and atoms that coincide with
@@ -74,7 +74,7 @@ def online_step(Y, W, running, *, lam, n_iter, chunk_size, backend, random_state
     n_reseeded : int
     """
     m, d = W.shape
-    prepared = backend.prepare(W, lam, n_iter, Y.dtype)
+    prepared = backend.prepare(W, lam, n_iter, Y.dtype, step)
     chunk = SufficientStatistics(m, d, n_candidates=m, random_state=random_state)
     backend.run_epoch(Y, prepared, min(chunk_size, Y.shape[0]), chunk)
     running.add(chunk)

@@ -229,7 +229,7 @@ def _converged(F_prev, F, tol, W):
 
 
 def fit_alternating(
-    Y, W_init, *, lam, n_iter, max_epochs, tol, chunk_size, random_state, backend, progress=None
+    Y, W_init, *, lam, n_iter, max_epochs, tol, chunk_size, random_state, backend, progress=None, step="centred"
 ):
     """Alternating minimisation with the exact dictionary step.
 
@@ -250,6 +250,8 @@ def fit_alternating(
         Where the encoding and the statistics run.
     progress : callable or None
         Called as ``progress(epoch, mean_objective, n_dead)`` after each epoch.
+    step : {"centred", "paper"}, default="centred"
+        The encoder step (see :class:`fastkds.encoding.PreparedDictionary`).
 
     Returns
     -------
@@ -267,7 +269,7 @@ def fit_alternating(
     converged = False
     epoch = 0
     for epoch in range(1, max_epochs + 1):
-        prepared = backend.prepare(W, lam, n_iter, Y.dtype)
+        prepared = backend.prepare(W, lam, n_iter, Y.dtype, step)
         if buffers is None:  # same shapes every epoch: allocate once
             buffers = backend.allocate(prepared, min(chunk_size, n))
         stats = SufficientStatistics(m, d, n_candidates=m, random_state=random_state)

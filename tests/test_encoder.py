@@ -95,13 +95,18 @@ def test_points_at_atoms_are_coded_by_that_atom():
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_prepared_matches_naive_and_alpha(dtype):
-    """The precomputed step is 1 / sigma_max(W)^2 and the dense codes match the oracle."""
+    """The precomputed step is 1 / sigma_max(W - mean atom)^2 (the paper's
+    1 / sigma_max(W)^2 with step="paper") and the dense codes match the oracle."""
     Y, W = make_problem(5, 50, 4, 9, dtype)
-    prep = PreparedDictionary(W, 0.4, 30, dtype)
-    np.testing.assert_allclose(prep.alpha_value, _naive.step_size(W), rtol=1e-12)
-    X, obj = prep.encode_dense(Y)
-    assert X.dtype == obj.dtype == np.dtype(dtype)
-    np.testing.assert_allclose(X, _naive.encode(Y, W.astype(dtype), 0.4, 30), rtol=0, atol=TOL[dtype])
+    for step in ("centred", "paper"):
+        prep = PreparedDictionary(W, 0.4, 30, dtype, step)
+        centred = W - W.mean(axis=0) if step == "centred" else W
+        np.testing.assert_allclose(prep.alpha_value, 1 / np.linalg.norm(centred, 2) ** 2, rtol=1e-12)
+        np.testing.assert_allclose(prep.alpha_value, _naive.step_size(W, step), rtol=1e-12)
+        X, obj = prep.encode_dense(Y)
+        assert X.dtype == obj.dtype == np.dtype(dtype)
+        ref = _naive.encode(Y, W.astype(dtype), 0.4, 30, step=step)
+        np.testing.assert_allclose(X, ref, rtol=0, atol=TOL[dtype])
 
 
 # --------------------------------------------------------------------------
@@ -126,6 +131,13 @@ def test_chunked_equals_single_chunk(d, dtype):
         many = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=40, chunk_size=chunk)
         assert_well_formed_csr(many, 99, 11, dtype)
         np.testing.assert_allclose(many.toarray(), one.toarray(), rtol=0, atol=atol)
+
+
+def kernel_products(prep, Y):
+    """``B = Y W^T`` and ``||y||^2`` as the kernels take them: of the points
+    less ``prep.shift`` (the mean atom, with the centred step)."""
+    Yk = Y - prep.shift if prep.shift is not None else Y
+    return Yk @ prep.W.T, np.einsum("ij,ij->i", Yk, Yk)
 
 
 def encode_rows(prep, B, yy, n_threads=2):
@@ -160,8 +172,7 @@ def test_kernel_chunks_bitwise_identical(d, m, dtype):
 
     Y, W = make_problem(3, 103, d, m, dtype)
     prep = PreparedDictionary(W, 0.5, 40, dtype)
-    B = Y @ prep.W.T
-    yy = np.einsum("ij,ij->i", Y, Y)
+    B, yy = kernel_products(prep, Y)
     X_all, obj_all = encode_rows(prep, B, yy)
     np.testing.assert_allclose(X_all, _naive.encode(Y, W.astype(dtype), 0.5, 40), rtol=0, atol=TOL[dtype])
     parts, objs = [], []
@@ -187,8 +198,7 @@ def test_lockstep_code_independent_of_neighbours(d, m, dtype):
     n = 6037  # several sort blocks at n_threads=2 (and 7), short last groups
     Y, W = make_problem(11, n, d, m, dtype)
     prep = PreparedDictionary(W, 1.5, 25, dtype)
-    B = Y @ prep.W.T
-    yy = np.einsum("ij,ij->i", Y, Y)
+    B, yy = kernel_products(prep, Y)
     X, obj = encode_rows(prep, B, yy)
     perm = np.random.default_rng(0).permutation(n)
     Xp, objp = encode_rows(prep, B[perm], yy[perm])
@@ -245,7 +255,7 @@ def test_objective_matches_naive(lam, dtype):
     prep = PreparedDictionary(W, lam, 50, dtype)
     X, obj = prep.encode_dense(Y)
     X64 = X.astype(np.float64)
-    ref = _naive.objective(Y.astype(np.float64), prep.W.astype(np.float64), X64, lam)
+    ref = _naive.objective(Y.astype(np.float64), W.astype(dtype).astype(np.float64), X64, lam)
     assert obj.shape == (80,)
     rtol = 1e-8 if dtype == np.float64 else 1e-3
     np.testing.assert_allclose(obj, ref, rtol=rtol, atol=rtol)

@@ -357,3 +357,24 @@ def test_missing_file_raises_file_not_found(tmp_path):
 
 def test_load_is_exported():
     assert "load" in fastkds.__all__ and fastkds.load is persistence.load
+
+
+def test_file_from_before_the_step_parameter_loads_with_the_papers_step(moons, tmp_path):
+    """A file whose parameters have no ``step`` (written before the centred
+    step became the default) loads as the paper's encoder it was fitted
+    with, and encodes as the model did."""
+    import json
+
+    model = KDSClustering(2, n_atoms=12, step="paper", **FIT).fit(moons)
+    path = tmp_path / "model.npz"
+    model.save(path)
+    with np.load(path) as npz:
+        entries = {name: npz[name] for name in npz.files}
+    for name in ("params", "kds_.params"):
+        spec = json.loads(str(entries[name]))
+        del spec["values"]["step"]
+        entries[name] = np.array(json.dumps(spec))
+    np.savez(path, **entries)
+    loaded = fastkds.load(path)
+    assert loaded.step == loaded.kds_.step == "paper"
+    np.testing.assert_array_equal(loaded.predict(moons), model.predict(moons))

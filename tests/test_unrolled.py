@@ -130,9 +130,9 @@ def test_loss_is_the_encoder_objective():
     # the forward pass is the encoder: the loss is the objective of its codes
     Y, W = _problem(6, 60, 2, 8)
     f, _, _, alpha = loss_and_gradient(Y, W, 2.0, 10)
-    X = _naive.encode(Y, W, 2.0, 10)
+    X = _naive.encode(Y, W, 2.0, 10, step="paper")
     assert f == pytest.approx(_naive.objective(Y, W, X, 2.0).mean(), rel=1e-12)
-    assert alpha == pytest.approx(_naive.step_size(W), rel=1e-12)
+    assert alpha == pytest.approx(_naive.step_size(W, "paper"), rel=1e-12)
 
 
 def test_trainable_step_is_bounded():
@@ -174,7 +174,7 @@ def test_learned_step_is_used_by_transform_and_survives_save(tmp_path):
     assert model.step_ != pytest.approx(1.0 / top, rel=1e-3)  # it did train
     assert model.step_ < STEP_BOUND / top
     codes = model.transform(Y).toarray()
-    ref = _naive.encode(Y, W, 5.0, 15, alpha=model.step_)
+    ref = _naive.encode(Y, W, 5.0, 15, alpha=model.step_, step="paper")
     assert np.abs(codes - ref).max() < 1e-10
     model.save(tmp_path / "m.npz")
     loaded = load(tmp_path / "m.npz")
@@ -194,7 +194,7 @@ def test_frozen_step_is_the_initial_dictionarys(tmp_path):
     assert model.step_ != pytest.approx(1.0 / np.linalg.norm(W, 2) ** 2, rel=1e-2)  # the atoms did move
     assert model.objective_[-1] < model.objective_[0]
     codes = model.transform(Y).toarray()
-    assert np.abs(codes - _naive.encode(Y, W, 5.0, 15, alpha=step0)).max() < 1e-10
+    assert np.abs(codes - _naive.encode(Y, W, 5.0, 15, alpha=step0, step="paper")).max() < 1e-10
     model.save(tmp_path / "m.npz")
     loaded = load(tmp_path / "m.npz")
     assert loaded.freeze_step and loaded.step_ == model.step_
