@@ -140,7 +140,7 @@ def main():
                 n_atoms=s["n_atoms"], lam=s["lam"], n_iter=s["n_iter"],
                 solver="exact" if args.exact else "unrolled", max_epochs=100 if args.exact else epochs,
                 learning_rate=lr, batch_size=batch, train_step=s["train_step"], init=args.init,
-                freeze_step=args.freeze_step, step="paper",
+                freeze_step=args.freeze_step, step="paper", encoder="apg",
             )
             if args.n_estimators > 1:
                 model = KDSEnsembleClustering(

@@ -17,10 +17,10 @@ class CpuBackend:
 
     name = "cpu"
 
-    def prepare(self, W, lam, n_iter, dtype, step="centred"):
+    def prepare(self, W, lam, n_iter, dtype, step="centred", encoder="apg"):
         from .encoding import PreparedDictionary
 
-        return PreparedDictionary(W, lam, n_iter, dtype, step)
+        return PreparedDictionary(W, lam, n_iter, dtype, step, encoder)
 
     def chunk_size(self, n_features, n_atoms, itemsize):
         return default_chunk_size(n_features, n_atoms, itemsize)
@@ -45,7 +45,9 @@ class CudaBackend:
         gpu.require_cuda()
         self._gpu = gpu
 
-    def prepare(self, W, lam, n_iter, dtype, step="centred"):
+    def prepare(self, W, lam, n_iter, dtype, step="centred", encoder="apg"):
+        if encoder != "apg":  # get_backend refuses it; a direct call gets the same word
+            raise ValueError(_CPU_ONLY.format(encoder=encoder))
         return self._gpu.CudaPreparedDictionary(W, lam, n_iter, dtype, step=step)
 
     def chunk_size(self, n_features, n_atoms, itemsize):
@@ -67,15 +69,27 @@ class CudaBackend:
         return stats
 
 
-def get_backend(device):
+_CPU_ONLY = (
+    "encoder={encoder!r} runs on the CPU only: pass encoder='apg' to encode on the GPU, or device='cpu'"
+)
+
+
+def get_backend(device, encoder="apg"):
     """The backend for ``device`` in {"cpu", "cuda", "auto"}.
 
     ``"cuda"`` raises a RuntimeError naming the cause when CUDA cannot run;
-    ``"auto"`` falls back to the CPU with a one-line warning.
+    ``"auto"`` falls back to the CPU with a one-line warning. The GPU runs
+    the accelerated encoder only: with another ``encoder``, ``"cuda"``
+    raises a ValueError and ``"auto"`` warns and takes the CPU.
     """
     if not isinstance(device, str) or device not in DEVICES:
         raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
     if device == "cpu":
+        return CpuBackend()
+    if encoder != "apg":
+        if device == "cuda":
+            raise ValueError(_CPU_ONLY.format(encoder=encoder))
+        warnings.warn(f"device='auto': {_CPU_ONLY.format(encoder=encoder)}; running on the CPU", RuntimeWarning)
         return CpuBackend()
     if device == "cuda":
         return CudaBackend()

@@ -306,8 +306,8 @@ class DaskBackend:
         self._cpu = CpuBackend()
         self.threads = threads
 
-    def prepare(self, W, lam, n_iter, dtype, step="centred"):
-        return self._cpu.prepare(W, lam, n_iter, dtype, step)
+    def prepare(self, W, lam, n_iter, dtype, step="centred", encoder="apg"):
+        return self._cpu.prepare(W, lam, n_iter, dtype, step, encoder)
 
     def chunk_size(self, n_features, n_atoms, itemsize):
         return self._cpu.chunk_size(n_features, n_atoms, itemsize)

@@ -93,6 +93,30 @@ def encode(Y, W, lam, n_iter, alpha=None, step="centred"):
     return x_new
 
 
+def kkt_residual(Y, W, X, lam):
+    """How far each code is from optimal, by the KKT conditions (SPEC 3b).
+
+    With ``g = (x W - y) W^T + lam * dist`` the gradient of f at x (on the
+    simplex), x is optimal iff, for tau the mean of g over the support,
+    ``g_j = tau`` on the support and ``g_j >= tau`` off it. Returns, per
+    point, the largest violation ``max(|g_S - tau|, (tau - g_off)^+)``,
+    relative to the gradient's scale ``||y||^2 + max_j ||w_j||^2`` (times
+    1 + 2 lam), so that 0 is optimal and rounding gives about ``eps``.
+    """
+    Y = np.asarray(Y, dtype=np.float64)
+    W = np.asarray(W, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)
+    mu = W.mean(axis=0)  # g's common shift does not matter; centring keeps its digits
+    Yc, Wc = Y - mu, W - mu
+    g = (X @ Wc - Yc) @ Wc.T + lam * squared_distances(Yc, Wc)
+    support = X > 0
+    tau = (g * support).sum(axis=1) / support.sum(axis=1)
+    on = np.where(support, np.abs(g - tau[:, None]), 0.0).max(axis=1)
+    off = np.where(support, 0.0, np.maximum(tau[:, None] - g, 0.0)).max(axis=1)
+    scale = ((Yc**2).sum(axis=1) + (Wc**2).sum(axis=1).max()) * (1.0 + 2.0 * lam)
+    return np.maximum(on, off) / scale
+
+
 def objective(Y, W, X, lam):
     """Per-point objective ``f(x_i; y_i, W)`` of SPEC section 2 (length n)."""
     R = Y - X @ W

@@ -1,6 +1,7 @@
 """The paper's data: noisy two moons, concentric circles, and loaders for
 MNIST (IDX files), Extended Yale B (folders of PGM images) and Salinas-A
-(MATLAB ``.mat`` files).
+(MATLAB ``.mat`` files); and two high-dimensional manifold sets for
+benchmarks (closed curves through a common centre, nested spheres).
 
 Nothing is downloaded: generated data are seeded, files are read from a path.
 A missing file raises :class:`FileNotFoundError` naming it; a malformed one
@@ -81,6 +82,90 @@ def make_circles(n_samples=5000, delta=0.1, *, random_state=None):
     theta = rng.uniform(0.0, 2.0 * np.pi, n_samples)
     Y = np.c_[radius * np.cos(theta), radius * np.sin(theta)]
     order = rng.permutation(n_samples)
+    return Y[order], labels[order]
+
+
+def make_curves(n_samples=10000, n_classes=6, n_features=100, *, noise=0.03, random_state=None):
+    """Closed curves through a common centre, in high dimension: one class each.
+
+    Class c is the loop ``t -> A_c [cos t, sin t, cos 2t, sin 2t] / sqrt(2)``,
+    t uniform in [0, 2 pi), with ``A_c`` a random n_features x 4 matrix of
+    orthonormal columns; Gaussian noise of standard deviation ``noise`` is
+    added to every coordinate. Every loop has radius 1 and is centred on the
+    origin, so the classes have the same mean (k-means cannot tell them
+    apart), while in their random subspaces they pass about sqrt(2) apart:
+    a set for methods that follow the manifolds.
+
+    Parameters
+    ----------
+    n_samples : int, default=10000
+    n_classes : int, default=6
+    n_features : int, default=100
+        At least 4.
+    noise : float, default=0.03
+    random_state : int, RandomState instance or None
+
+    Returns
+    -------
+    Y : ndarray of shape (n_samples, n_features)
+    labels : ndarray of shape (n_samples,), int64 in [0, n_classes)
+    """
+    n_samples, n_classes, noise, rng = _manifold_args(n_samples, n_classes, n_features, noise, random_state, 4)
+    labels = np.arange(n_samples, dtype=np.int64) % n_classes
+    t = rng.uniform(0.0, 2.0 * np.pi, n_samples)
+    U = np.c_[np.cos(t), np.sin(t), np.cos(2 * t), np.sin(2 * t)] / np.sqrt(2.0)
+    Y = np.empty((n_samples, n_features))
+    for c in range(n_classes):
+        A = np.linalg.qr(rng.normal(size=(n_features, 4)))[0]
+        Y[labels == c] = U[labels == c] @ A.T
+    return _noisy_shuffled(Y, labels, noise, rng)
+
+
+def make_nested_spheres(n_samples=10000, n_classes=5, n_features=60, *, noise=0.05, random_state=None):
+    """Concentric 2-spheres of radii 1, 2, ..., one class each, in high dimension.
+
+    The spheres lie in one random 3-dimensional subspace of R^n_features
+    (points uniform on each sphere, as many on each); Gaussian noise of
+    standard deviation ``noise`` is added to every coordinate. The classes
+    share their mean and are one unit apart radially: the high-dimensional
+    kin of the concentric circles.
+
+    Parameters
+    ----------
+    n_samples : int, default=10000
+    n_classes : int, default=5
+    n_features : int, default=60
+        At least 3.
+    noise : float, default=0.05
+    random_state : int, RandomState instance or None
+
+    Returns
+    -------
+    Y : ndarray of shape (n_samples, n_features)
+    labels : ndarray of shape (n_samples,), int64; class c has radius c + 1
+    """
+    n_samples, n_classes, noise, rng = _manifold_args(n_samples, n_classes, n_features, noise, random_state, 3)
+    labels = np.arange(n_samples, dtype=np.int64) % n_classes
+    V = rng.normal(size=(n_samples, 3))
+    V /= np.linalg.norm(V, axis=1, keepdims=True)
+    A = np.linalg.qr(rng.normal(size=(n_features, 3)))[0]
+    Y = ((labels + 1.0)[:, None] * V) @ A.T
+    return _noisy_shuffled(Y, labels, noise, rng)
+
+
+def _manifold_args(n_samples, n_classes, n_features, noise, random_state, min_features):
+    n_samples = check_positive_int(n_samples, "n_samples")
+    n_classes = check_positive_int(n_classes, "n_classes")
+    if check_positive_int(n_features, "n_features") < min_features:
+        raise ValueError(f"n_features must be at least {min_features}, got {n_features}")
+    if n_classes > n_samples:
+        raise ValueError(f"n_classes={n_classes} exceeds n_samples={n_samples}")
+    return n_samples, n_classes, check_nonneg_float(noise, "noise"), check_random_state(random_state)
+
+
+def _noisy_shuffled(Y, labels, noise, rng):
+    Y += noise * rng.normal(size=Y.shape)
+    order = rng.permutation(Y.shape[0])
     return Y[order], labels[order]
 
 

@@ -9,7 +9,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from . import _kernels
+from . import _active_set, _kernels
 from ._config import numba_threads
 from ._validation import check_data, check_dictionary, check_nonneg_float, check_positive_int
 
@@ -106,6 +106,18 @@ def _sigma_max_sq(A):
 #: The encoder's step rules (the ``step`` parameter of the estimators).
 STEPS = ("centred", "paper")
 
+#: The encoders (the ``encoder`` parameter of the estimators): T steps of the
+#: paper's accelerated projected gradient (:mod:`fastkds._kernels`), or exact
+#: codes by the active-set method (:mod:`fastkds._active_set`).
+ENCODERS = ("apg", "active-set")
+
+
+def check_encoder(encoder):
+    """``encoder`` validated: one of :data:`ENCODERS`."""
+    if not isinstance(encoder, str) or encoder not in ENCODERS:
+        raise ValueError(f"encoder must be one of {ENCODERS}, got {encoder!r}")
+    return encoder
+
 
 def check_step(step):
     """``step`` validated: one of :data:`STEPS`."""
@@ -156,11 +168,20 @@ class PreparedDictionary:
         depend on where the data sit (SPEC 3a, :func:`centred_sigma_max_sq`).
         ``"paper"``: the paper's iteration on the data as given, ``alpha = 1
         / sigma_max(W)^2``.
+    encoder : {"apg", "active-set"}, default="apg"
+        ``"apg"``: ``n_iter`` steps of the paper's accelerated projected
+        gradient. ``"active-set"``: the exact codes
+        (:mod:`fastkds._active_set`); ``n_iter`` and the step then serve
+        only the rare points it hands to the accelerated encoder.
     """
 
-    def __init__(self, W, lam, n_iter, dtype, step="centred"):
+    def __init__(self, W, lam, n_iter, dtype, step="centred", encoder="apg"):
         self.dtype = np.dtype(dtype)
         self.step = check_step(step)
+        self.encoder = check_encoder(encoder)
+        #: points the active-set encoder handed to the accelerated one so far
+        #: (affinely dependent atoms in a support, see fastkds._active_set)
+        self.n_fallbacks = 0
         W64 = np.asarray(W, dtype=np.float64)
         if not np.all(np.isfinite(W64)):
             raise ValueError("the dictionary contains NaN or infinite values")
@@ -228,7 +249,7 @@ class PreparedDictionary:
         n = Y.shape[0]
         if buffers is None:
             buffers = self.allocate(n)
-        B, yy, counts, slot_idx, slot_val, obj, Yc = (buf[:n] for buf in buffers)
+        B, yy, counts, slot_idx, slot_val, obj, Yc, fallbacks = (buf[:n] for buf in buffers)
         if self.shift is not None:
             Y = np.subtract(Y, self.shift, out=Yc)
         if Y.shape[1] <= _kernels.SMALL_D:
@@ -258,10 +279,17 @@ class PreparedDictionary:
                     f"(first encoder step ~{bound:.3g}): rescale the data"
                     + (" or use float64" if self.dtype == np.float32 else "")
                 )
-        _kernels.encode_codes(
-            B, yy, self.G, self.G_padded, self.W, self.ww, self.alpha, self.lam, self.beta, self.ks,
-            counts, slot_idx, slot_val, obj, numba.get_num_threads(),
-        )
+        if self.encoder == "active-set":
+            _active_set.encode_codes_active_set(
+                B, yy, self.G, self.G_padded, self.ww, self.alpha, self.lam, self.beta, self.ks,
+                counts, slot_idx, slot_val, obj, fallbacks,
+            )
+            self.n_fallbacks += int(fallbacks.sum())
+        else:
+            _kernels.encode_codes(
+                B, yy, self.G, self.G_padded, self.W, self.ww, self.alpha, self.lam, self.beta, self.ks,
+                counts, slot_idx, slot_val, obj, numba.get_num_threads(),
+            )
         return counts, slot_idx, slot_val, obj
 
     def encode_csr(self, Y, buffers=None):
@@ -296,6 +324,7 @@ class PreparedDictionary:
             np.empty(chunk_size, dtype=self.dtype),
             # the centred points, with the centred step
             np.empty((chunk_size if self.shift is not None else 0, self.W.shape[1]), dtype=self.dtype),
+            np.empty(chunk_size, dtype=np.int64),  # points the active set handed over
         )
 
 
@@ -342,14 +371,16 @@ def iter_chunks(n, chunk_size):
 
 
 def sparse_encode(
-    Y, dictionary, *, lam=1.0, n_iter=50, step="centred", chunk_size=None, n_jobs=None, device="cpu"
+    Y, dictionary, *, lam=1.0, n_iter=50, step="centred", encoder="apg", chunk_size=None, n_jobs=None,
+    device="cpu",
 ):
     """Sparse simplex codes of ``Y`` in a fixed dictionary (the KDS encoder).
 
-    Runs T steps of accelerated projected gradient on
-    ``1/2 ||y - x W||^2 + lam * sum_j x_j ||y - w_j||^2`` over the simplex,
-    from x = 0 (SPEC section 3) with step ``1 / sigma_max(W - mean atom)^2``
-    (SPEC 3a) or the paper's ``1 / sigma_max(W)^2``.
+    Minimises ``1/2 ||y - x W||^2 + lam * sum_j x_j ||y - w_j||^2`` over the
+    simplex for each point: by T steps of the paper's accelerated projected
+    gradient from x = 0 (SPEC section 3) with step ``1 / sigma_max(W - mean
+    atom)^2`` (SPEC 3a) or the paper's ``1 / sigma_max(W)^2``, or exactly by
+    an active-set method (SPEC 3b).
 
     Parameters
     ----------
@@ -358,9 +389,11 @@ def sparse_encode(
     lam : float, default=1.0
         Locality weight.
     n_iter : int, default=50
-        Encoder iterations T.
+        Iterations T of the accelerated encoder (``encoder="apg"``).
     step : {"centred", "paper"}, default="centred"
-        The encoder step; see :class:`PreparedDictionary`.
+        The accelerated encoder's step; see :class:`PreparedDictionary`.
+    encoder : {"apg", "active-set"}, default="apg"
+        T accelerated steps, or the exact codes; see :class:`PreparedDictionary`.
     chunk_size : int or None
         Rows encoded at once; by default chosen from a 64 MiB budget.
     n_jobs : int or None
@@ -378,13 +411,14 @@ def sparse_encode(
     lam = check_nonneg_float(lam, "lam")
     n_iter = check_positive_int(n_iter, "n_iter")
     step = check_step(step)
+    encoder = check_encoder(encoder)
     from ._backends import get_backend
 
-    backend = get_backend(device)
+    backend = get_backend(device, encoder)
     if chunk_size is None:
         chunk_size = backend.chunk_size(Y.shape[1], W.shape[0], Y.dtype.itemsize)
     chunk_size = check_positive_int(chunk_size, "chunk_size")
-    prepared = backend.prepare(W, lam, n_iter, Y.dtype, step)
+    prepared = backend.prepare(W, lam, n_iter, Y.dtype, step, encoder)
     parts = []
     with numba_threads(n_jobs):
         backend.run_epoch(Y, prepared, chunk_size, codes_out=parts)

@@ -368,8 +368,10 @@ def _fit_kds(Y, k, n_atoms, lam, n_iter, max_epochs, seed, n_estimators=1, **opt
     from .ensemble import KDSEnsembleClustering
     from .estimators import KDS, KDSClustering
 
-    # the paper's encoder step: the table reproduces the paper as written
-    params = dict(n_atoms=n_atoms, lam=lam, n_iter=n_iter, max_epochs=max_epochs, step="paper", **options)
+    # the paper's encoder (T steps) and step: the table reproduces the paper as written
+    params = dict(
+        n_atoms=n_atoms, lam=lam, n_iter=n_iter, max_epochs=max_epochs, step="paper", encoder="apg", **options
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ConvergenceWarning at max_epochs: reported via n_iter_
         t0 = time.perf_counter()

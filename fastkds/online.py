@@ -59,7 +59,9 @@ class RunningStatistics:
         self.XtY[atoms] = 0.0
 
 
-def online_step(Y, W, running, *, lam, n_iter, chunk_size, backend, random_state, step="centred"):
+def online_step(
+    Y, W, running, *, lam, n_iter, chunk_size, backend, random_state, step="centred", encoder="apg"
+):
     """Encode the chunk ``Y`` with ``W``, update ``running`` and return the new dictionary.
 
     Atoms unused since they were placed, and atoms that coincide with
@@ -74,7 +76,7 @@ def online_step(Y, W, running, *, lam, n_iter, chunk_size, backend, random_state
     n_reseeded : int
     """
     m, d = W.shape
-    prepared = backend.prepare(W, lam, n_iter, Y.dtype, step)
+    prepared = backend.prepare(W, lam, n_iter, Y.dtype, step, encoder)
     chunk = SufficientStatistics(m, d, n_candidates=m, random_state=random_state)
     backend.run_epoch(Y, prepared, min(chunk_size, Y.shape[0]), chunk)
     running.add(chunk)

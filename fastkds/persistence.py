@@ -252,8 +252,9 @@ def _get_params(reader, prefix):
     spec = reader.json(f"{prefix}params")
     params = dict(spec["values"])
     if "lam" in params and "n_iter" in params:  # a KDS model's parameters
-        # files written before the encoder step was a parameter used the paper's
+        # files written before the encoder and its step were parameters used the paper's
         params.setdefault("step", "paper")
+        params.setdefault("encoder", "apg")
     for name in spec["arrays"]:
         params[name] = reader.array(f"{prefix}params.{name}")
     for name, state in spec["random_states"].items():

@@ -229,7 +229,8 @@ def _converged(F_prev, F, tol, W):
 
 
 def fit_alternating(
-    Y, W_init, *, lam, n_iter, max_epochs, tol, chunk_size, random_state, backend, progress=None, step="centred"
+    Y, W_init, *, lam, n_iter, max_epochs, tol, chunk_size, random_state, backend, progress=None,
+    step="centred", encoder="apg",
 ):
     """Alternating minimisation with the exact dictionary step.
 
@@ -251,7 +252,8 @@ def fit_alternating(
     progress : callable or None
         Called as ``progress(epoch, mean_objective, n_dead)`` after each epoch.
     step : {"centred", "paper"}, default="centred"
-        The encoder step (see :class:`fastkds.encoding.PreparedDictionary`).
+    encoder : {"apg", "active-set"}, default="apg"
+        The encoder (see :class:`fastkds.encoding.PreparedDictionary`).
 
     Returns
     -------
@@ -269,16 +271,19 @@ def fit_alternating(
     converged = False
     epoch = 0
     for epoch in range(1, max_epochs + 1):
-        prepared = backend.prepare(W, lam, n_iter, Y.dtype, step)
+        prepared = backend.prepare(W, lam, n_iter, Y.dtype, step, encoder)
         if buffers is None:  # same shapes every epoch: allocate once
             buffers = backend.allocate(prepared, min(chunk_size, n))
         stats = SufficientStatistics(m, d, n_candidates=m, random_state=random_state)
         backend.run_epoch(Y, prepared, chunk_size, stats, buffers)
         F = stats.mean_objective
+        W_prev = W
         W, n_dead = solve_dictionary(stats, lam, W)
         if progress is not None:
             progress(epoch, F, n_dead)
-        if history and n_dead == 0 and _converged(history[-1], F, tol, W):
+        # atoms re-seeded where they were (all the data at one point) change nothing
+        reseeded = n_dead > 0 and not np.array_equal(W, W_prev)
+        if history and not reseeded and _converged(history[-1], F, tol, W):
                 history.append(F)
                 converged = True
                 break

@@ -13,9 +13,10 @@ import numpy as np
 
 
 def warmup(dtypes=(np.float64, np.float32)):
-    """Compile or load the encoder, CSR, statistics and projection kernels.
+    """Compile or load the encoders, CSR, statistics and projection kernels.
 
-    Runs a tiny fit and encoding for each dtype. Idempotent and cheap once
+    Runs a tiny fit and encodings for each dtype (both encoders, with few and
+    with many features). Idempotent and cheap once
     done (the kernels stay loaded in the process).
 
     Parameters
@@ -28,12 +29,13 @@ def warmup(dtypes=(np.float64, np.float32)):
     seconds : float
         Time spent (compilation, or loading from Numba's cache).
     """
-    from .encoding import project_simplex
+    from .encoding import project_simplex, sparse_encode
     from .estimators import KDSClustering
 
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)
     Y = rng.normal(size=(64, 2))
+    Y8 = rng.normal(size=(64, 8))  # past the lockstep encoder's few features
     for dtype in dtypes:
         dtype = np.dtype(dtype)
         if dtype not in (np.float64, np.float32):
@@ -41,6 +43,9 @@ def warmup(dtypes=(np.float64, np.float32)):
         Yd = Y.astype(dtype)
         project_simplex(Yd, method="michelot")
         project_simplex(Yd, method="sorted")
+        Y8d = Y8.astype(dtype)
+        for encoder in ("apg", "active-set"):
+            sparse_encode(Y8d, Y8d[:4], n_iter=3, encoder=encoder)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             KDSClustering(2, n_atoms=4, n_iter=3, max_epochs=2, n_init=1, random_state=0).fit(Yd)

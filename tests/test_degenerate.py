@@ -220,18 +220,20 @@ def test_float32_overflowing_squared_norms(scale):
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_translated_data_same_codes(dtype):
-    """Codes of (Y + c, W + c) equal those of (Y, W) with the centred step
-    (the default): the objective on the simplex does not change under a
-    common translation, and neither does the centred encoder. The paper's
-    step does change them (moons + 10: codes far longer)."""
+    """Codes of (Y + c, W + c) equal those of (Y, W), exact (the default) or
+    by the accelerated encoder with the centred step: the objective on the
+    simplex does not change under a common translation, and neither do
+    these encoders. The paper's step does change them (moons + 10: codes
+    far longer)."""
     rng = np.random.default_rng(18)
     Y = rng.uniform(-1.0, 1.0, size=(200, 2)).astype(dtype)
     W = rng.uniform(-1.0, 1.0, size=(12, 2))
-    ref = sparse_encode(Y, W, lam=5.0, n_iter=15).toarray()
-    shifted = sparse_encode(Y + dtype(10.0), W + 10.0, lam=5.0, n_iter=15).toarray()
-    np.testing.assert_allclose(shifted, ref, atol=1e-9 if dtype == np.float64 else 2e-4)
-    paper = sparse_encode(Y + dtype(10.0), W + 10.0, lam=5.0, n_iter=15, step="paper")
-    assert paper.nnz > 2 * sparse_encode(Y, W, lam=5.0, n_iter=15).nnz
+    for encoder in ("active-set", "apg"):
+        ref = sparse_encode(Y, W, lam=5.0, n_iter=15, encoder=encoder).toarray()
+        shifted = sparse_encode(Y + dtype(10.0), W + 10.0, lam=5.0, n_iter=15, encoder=encoder).toarray()
+        np.testing.assert_allclose(shifted, ref, atol=1e-9 if dtype == np.float64 else 2e-4)
+    paper = sparse_encode(Y + dtype(10.0), W + 10.0, lam=5.0, n_iter=15, step="paper", encoder="apg")
+    assert paper.nnz > 2 * sparse_encode(Y, W, lam=5.0, n_iter=15, encoder="apg").nnz
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -271,7 +273,7 @@ def test_offset_data_warns(method):
     than centred, and the first fit call says so, naming the remedy."""
     Y, _ = make_moons(2000, random_state=0)
     with pytest.warns(UserWarning, match=OFF_CENTRE) as record:
-        getattr(KDS(24, lam=5.0, step="paper", **FAST), method)(Y + 10.0)
+        getattr(KDS(24, lam=5.0, step="paper", encoder="apg", **FAST), method)(Y + 10.0)
     assert "StandardScaler(with_std=False)" in str(next(r.message for r in record if OFF_CENTRE in str(r.message)))
 
 
@@ -297,7 +299,7 @@ def test_centring_in_a_pipeline_is_the_remedy():
     from sklearn.preprocessing import StandardScaler
 
     Y, y = make_moons(3000, random_state=0)
-    params = dict(n_atoms=24, lam=5.0, n_iter=15, max_epochs=30, random_state=0, step="paper")
+    params = dict(n_atoms=24, lam=5.0, n_iter=15, max_epochs=30, random_state=0, step="paper", encoder="apg")
     with pytest.warns(UserWarning, match=OFF_CENTRE):
         offset = KDSClustering(2, **params).fit_predict(Y + 10.0)
     with warnings.catch_warnings():

@@ -70,7 +70,7 @@ CASES = [
 @pytest.mark.parametrize("d,m,lam,T", CASES)
 def test_matches_naive(d, m, lam, T, dtype):
     Y, W = make_problem(d * 1000 + m * 10 + T, 120, d, m, dtype)
-    C = fastkds.sparse_encode(Y, W, lam=lam, n_iter=T)
+    C = fastkds.sparse_encode(Y, W, lam=lam, n_iter=T, encoder="apg")
     assert_well_formed_csr(C, Y.shape[0], m, dtype)
     ref = _naive.encode(Y, W.astype(dtype), lam, T)
     assert ref.dtype == np.dtype(dtype)
@@ -80,7 +80,7 @@ def test_matches_naive(d, m, lam, T, dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_m_equals_one_gives_ones(dtype):
     Y, W = make_problem(1, 30, 3, 1, dtype)
-    C = fastkds.sparse_encode(Y, W, lam=0.7, n_iter=15)
+    C = fastkds.sparse_encode(Y, W, lam=0.7, n_iter=15, encoder="apg")
     assert_well_formed_csr(C, 30, 1, dtype)
     np.testing.assert_allclose(C.toarray(), 1.0, rtol=0, atol=TOL[dtype] / 10)
 
@@ -89,7 +89,7 @@ def test_points_at_atoms_are_coded_by_that_atom():
     """With lam > 0 a point sitting on an atom is coded by that atom alone."""
     rng = np.random.default_rng(2)
     W = rng.normal(size=(6, 3))
-    C = fastkds.sparse_encode(W.copy(), W, lam=1.0, n_iter=300)
+    C = fastkds.sparse_encode(W.copy(), W, lam=1.0, n_iter=300, encoder="apg")
     np.testing.assert_allclose(C.toarray(), np.eye(6), atol=1e-6)
 
 
@@ -99,7 +99,7 @@ def test_prepared_matches_naive_and_alpha(dtype):
     1 / sigma_max(W)^2 with step="paper") and the dense codes match the oracle."""
     Y, W = make_problem(5, 50, 4, 9, dtype)
     for step in ("centred", "paper"):
-        prep = PreparedDictionary(W, 0.4, 30, dtype, step)
+        prep = PreparedDictionary(W, 0.4, 30, dtype, step, "apg")
         centred = W - W.mean(axis=0) if step == "centred" else W
         np.testing.assert_allclose(prep.alpha_value, 1 / np.linalg.norm(centred, 2) ** 2, rtol=1e-12)
         np.testing.assert_allclose(prep.alpha_value, _naive.step_size(W, step), rtol=1e-12)
@@ -124,11 +124,11 @@ def test_chunked_equals_single_chunk(d, dtype):
     kernels' own chunk independence is checked bitwise below.)
     """
     Y, W = make_problem(3, 99, d, 11, dtype)  # 99 = 14 * 7 + 1: a one-row last chunk
-    one = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=40, chunk_size=1000)
+    one = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=40, chunk_size=1000, encoder="apg")
     assert_well_formed_csr(one, 99, 11, dtype)
     atol = 1e-13 if dtype == np.float64 else 2e-6
     for chunk in (1, 7, 50):
-        many = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=40, chunk_size=chunk)
+        many = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=40, chunk_size=chunk, encoder="apg")
         assert_well_formed_csr(many, 99, 11, dtype)
         np.testing.assert_allclose(many.toarray(), one.toarray(), rtol=0, atol=atol)
 
@@ -171,7 +171,7 @@ def test_kernel_chunks_bitwise_identical(d, m, dtype):
     from fastkds.encoding import concatenate_csr, iter_chunks
 
     Y, W = make_problem(3, 103, d, m, dtype)
-    prep = PreparedDictionary(W, 0.5, 40, dtype)
+    prep = PreparedDictionary(W, 0.5, 40, dtype, encoder="apg")
     B, yy = kernel_products(prep, Y)
     X_all, obj_all = encode_rows(prep, B, yy)
     np.testing.assert_allclose(X_all, _naive.encode(Y, W.astype(dtype), 0.5, 40), rtol=0, atol=TOL[dtype])
@@ -197,7 +197,7 @@ def test_lockstep_code_independent_of_neighbours(d, m, dtype):
     points are. Shuffled, alone, other block sizes, short last groups."""
     n = 6037  # several sort blocks at n_threads=2 (and 7), short last groups
     Y, W = make_problem(11, n, d, m, dtype)
-    prep = PreparedDictionary(W, 1.5, 25, dtype)
+    prep = PreparedDictionary(W, 1.5, 25, dtype, encoder="apg")
     B, yy = kernel_products(prep, Y)
     X, obj = encode_rows(prep, B, yy)
     perm = np.random.default_rng(0).permutation(n)
@@ -218,8 +218,8 @@ def test_lockstep_code_independent_of_neighbours(d, m, dtype):
 def test_n_jobs_bitwise_identical(dtype):
     # more than two blocks of 256 points so that both threads get work
     Y, W = make_problem(4, 700, 3, 10, dtype)
-    a = fastkds.sparse_encode(Y, W, lam=1.0, n_iter=25, n_jobs=1)
-    b = fastkds.sparse_encode(Y, W, lam=1.0, n_iter=25, n_jobs=2)
+    a = fastkds.sparse_encode(Y, W, lam=1.0, n_iter=25, n_jobs=1, encoder="apg")
+    b = fastkds.sparse_encode(Y, W, lam=1.0, n_iter=25, n_jobs=2, encoder="apg")
     np.testing.assert_array_equal(a.indptr, b.indptr)
     np.testing.assert_array_equal(a.indices, b.indices)
     assert a.data.dtype == b.data.dtype == np.dtype(dtype)
@@ -252,7 +252,7 @@ def test_csr_from_dense_roundtrip():
 @pytest.mark.parametrize("lam", [0.0, 0.3, 4.0])
 def test_objective_matches_naive(lam, dtype):
     Y, W = make_problem(6, 80, 5, 13, dtype)
-    prep = PreparedDictionary(W, lam, 50, dtype)
+    prep = PreparedDictionary(W, lam, 50, dtype, encoder="apg")
     X, obj = prep.encode_dense(Y)
     X64 = X.astype(np.float64)
     ref = _naive.objective(Y.astype(np.float64), W.astype(dtype).astype(np.float64), X64, lam)
@@ -266,7 +266,7 @@ def test_objective_decreases_with_iterations():
     Y, W = make_problem(12, 60, 3, 10)
     means = []
     for T in (5, 50, 500):
-        X, obj = PreparedDictionary(W, 0.5, T, np.float64).encode_dense(Y)
+        X, obj = PreparedDictionary(W, 0.5, T, np.float64, encoder="apg").encode_dense(Y)
         means.append(obj.mean())
     assert means[2] <= means[1] + 1e-12 <= means[0] + 2e-12
     assert means[2] < means[0]
@@ -277,10 +277,10 @@ def test_inputs_not_modified(dtype):
     Y, W = make_problem(7, 60, 3, 6, dtype)
     W = W.astype(dtype)
     Y0, W0 = Y.copy(), W.copy()
-    fastkds.sparse_encode(Y, W, lam=0.5, n_iter=20, chunk_size=7)
+    fastkds.sparse_encode(Y, W, lam=0.5, n_iter=20, chunk_size=7, encoder="apg")
     np.testing.assert_array_equal(Y, Y0)
     np.testing.assert_array_equal(W, W0)
-    prep = PreparedDictionary(W, 0.5, 20, dtype)
+    prep = PreparedDictionary(W, 0.5, 20, dtype, encoder="apg")
     prep.encode_dense(np.ascontiguousarray(Y))
     np.testing.assert_array_equal(Y, Y0)
     np.testing.assert_array_equal(W, W0)
@@ -288,9 +288,9 @@ def test_inputs_not_modified(dtype):
 
 def test_dtype_follows_data():
     Y, W = make_problem(9, 20, 2, 4)
-    assert fastkds.sparse_encode(Y.astype(np.float32), W, n_iter=5).dtype == np.float32
-    assert fastkds.sparse_encode(Y, W.astype(np.float32), n_iter=5).dtype == np.float64
-    assert fastkds.sparse_encode(np.round(Y * 3).astype(int), W, n_iter=5).dtype == np.float64
+    assert fastkds.sparse_encode(Y.astype(np.float32), W, n_iter=5, encoder="apg").dtype == np.float32
+    assert fastkds.sparse_encode(Y, W.astype(np.float32), n_iter=5, encoder="apg").dtype == np.float64
+    assert fastkds.sparse_encode(np.round(Y * 3).astype(int), W, n_iter=5, encoder="apg").dtype == np.float64
 
 
 def test_validation_errors():
@@ -300,7 +300,7 @@ def test_validation_errors():
     with pytest.raises(ValueError):
         fastkds.sparse_encode(Y, W, lam=-1.0)
     with pytest.raises(ValueError):
-        fastkds.sparse_encode(Y, W, n_iter=0)
+        fastkds.sparse_encode(Y, W, n_iter=0, encoder="apg")
     with pytest.raises(ValueError):
         fastkds.sparse_encode(Y, W, chunk_size=0)
     Ybad = Y.copy()
@@ -330,9 +330,9 @@ def test_float32_encoder_terminates_on_adversarial_problems():
         ]
     ).astype(np.float32)
     for lam in (0.0, 1e-6, 1.0):
-        C = fastkds.sparse_encode(Y, W, lam=lam, n_iter=200)
+        C = fastkds.sparse_encode(Y, W, lam=lam, n_iter=200, encoder="apg")
         assert_well_formed_csr(C, Y.shape[0], W.shape[0], np.float32)
-        ref = fastkds.sparse_encode(Y.astype(np.float64), W, lam=lam, n_iter=200)
+        ref = fastkds.sparse_encode(Y.astype(np.float64), W, lam=lam, n_iter=200, encoder="apg")
         obj32 = _naive.objective(Y.astype(np.float64), W, C.toarray().astype(np.float64), lam)
         obj64 = _naive.objective(Y.astype(np.float64), W, ref.toarray(), lam)
         # same problem, same quality of solution up to float32 rounding
@@ -349,7 +349,7 @@ def test_far_point_is_coded_by_nearest_atom(dtype, far):
     rng = np.random.default_rng(0)
     W = rng.normal(size=(5, 2))
     Y = np.array([[far, far]], dtype=dtype)
-    C = fastkds.sparse_encode(Y, W, lam=1.0, n_iter=10)
+    C = fastkds.sparse_encode(Y, W, lam=1.0, n_iter=10, encoder="apg")
     nearest = np.argmin(((W - Y.astype(np.float64)) ** 2).sum(axis=1))
     x = C.toarray()[0]
     assert x[nearest] == pytest.approx(1.0, abs=1e-3)
@@ -361,7 +361,7 @@ def test_moderately_far_point_is_coded_by_nearest_atom(dtype, far):
     rng = np.random.default_rng(0)
     W = rng.normal(size=(5, 2))
     Y = np.array([[far, far]], dtype=dtype)
-    C = fastkds.sparse_encode(Y, W, lam=1.0, n_iter=10)
+    C = fastkds.sparse_encode(Y, W, lam=1.0, n_iter=10, encoder="apg")
     nearest = np.argmin(((W - Y.astype(np.float64)) ** 2).sum(axis=1))
     x = C.toarray()[0]
     assert x[nearest] == pytest.approx(1.0, abs=1e-3)
@@ -374,9 +374,113 @@ def test_lockstep_and_per_point_encoders_agree(dtype, monkeypatch):
     from fastkds import _kernels
 
     Y, W = make_problem(13, 3000, 2, 24, dtype)
-    lockstep = fastkds.sparse_encode(Y, W, lam=5.0, n_iter=15)
+    lockstep = fastkds.sparse_encode(Y, W, lam=5.0, n_iter=15, encoder="apg")
     monkeypatch.setattr(_kernels, "LOCKSTEP_MAX_FEATURES", 0)
-    per_point = fastkds.sparse_encode(Y, W, lam=5.0, n_iter=15)
+    per_point = fastkds.sparse_encode(Y, W, lam=5.0, n_iter=15, encoder="apg")
     np.testing.assert_array_equal(lockstep.indptr, per_point.indptr)
     np.testing.assert_array_equal(lockstep.indices, per_point.indices)
     np.testing.assert_allclose(lockstep.data, per_point.data, rtol=0, atol=TOL[dtype])
+
+
+# --------------------------------------------------------------------------
+# the exact encoder: active set (SPEC 3b)
+# --------------------------------------------------------------------------
+
+# (d, m, lam): few and many features, small and large lam, lam = 0 (the
+# projection onto the atoms' hull), more atoms than features + 1
+ACTIVE_SET_CASES = [(2, 24, 5.0), (3, 30, 0.0), (5, 20, 0.5), (50, 100, 0.1), (784, 50, 1.0), (10, 120, 0.2)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("d,m,lam", ACTIVE_SET_CASES)
+def test_active_set_codes_are_optimal(d, m, lam, dtype):
+    """The active-set codes meet the KKT conditions for all m atoms to the
+    dtype's rounding, are well-formed CSR on the simplex, carry the objective
+    of their codes, and are no worse than 5000 accelerated steps of the NumPy
+    oracle (which they match wherever the optimum is unique, lam > 0)."""
+    Y, W = make_problem(d * 100 + m, 150, d, m, dtype)
+    W = W.astype(dtype)  # as sparse_encode takes it
+    prep = PreparedDictionary(W, lam, 30, dtype, encoder="active-set")
+    X, obj = prep.encode_dense(Y)
+    C = fastkds.sparse_encode(Y, W, lam=lam, encoder="active-set")
+    assert_well_formed_csr(C, 150, m, dtype)
+    assert prep.n_fallbacks == 0
+    X64 = X.astype(np.float64)
+    W64 = W.astype(np.float64)
+    Y64 = Y.astype(np.float64)
+    eps = np.finfo(dtype).eps
+    # the same optimum (BLAS rounds Y W^T its own way, and with many atoms in
+    # few dimensions the objective is flat enough that the codes may differ)
+    rtol = 1e-10 if dtype == np.float64 else 1e-4
+    np.testing.assert_allclose(
+        _naive.objective(Y64, W64, C.toarray().astype(np.float64), lam), _naive.objective(Y64, W64, X64, lam),
+        rtol=rtol,
+    )
+    assert _naive.kkt_residual(Y64, W64, X64, lam).max() < 1e3 * eps
+    f = _naive.objective(Y64, W64, X64, lam)
+    np.testing.assert_allclose(obj, f, rtol=rtol, atol=rtol)
+    many = _naive.encode(Y64, W64, lam, 5000)
+    scale = (Y64**2).sum(axis=1) + (W64**2).sum(axis=1).max()
+    assert np.all(f <= _naive.objective(Y64, W64, many, lam) + 1e3 * eps * scale)
+    if lam >= 0.5 and dtype == np.float64:  # well-conditioned enough for the oracle to get there
+        np.testing.assert_allclose(X64, many, rtol=0, atol=1e-4)
+
+
+def test_active_set_same_for_any_threads_and_chunks():
+    """Each point's code is its own: bitwise the same on 1 or 2 threads and
+    for any chunking (the products Y W^T aside, compared on one chunk size)."""
+    Y, W = make_problem(31, 700, 20, 60)
+    a = fastkds.sparse_encode(Y, W, lam=0.3, encoder="active-set", n_jobs=1)
+    b = fastkds.sparse_encode(Y, W, lam=0.3, encoder="active-set", n_jobs=2)
+    assert a.data.tobytes() == b.data.tobytes() and np.array_equal(a.indices, b.indices)
+    c = fastkds.sparse_encode(Y, W, lam=0.3, encoder="active-set", chunk_size=64)
+    np.testing.assert_allclose(c.toarray(), a.toarray(), rtol=0, atol=1e-12)
+
+
+def test_active_set_hands_dependent_atoms_to_the_accelerated_encoder():
+    """Atoms that repeat (affinely dependent supports) cannot be factorised:
+    those points go to the accelerated encoder, counted in n_fallbacks, and
+    their codes are still on the simplex and as good as the oracle's."""
+    rng = np.random.default_rng(5)
+    base = rng.normal(size=(4, 3))
+    W = np.r_[base, base[:2]]  # atoms 4 and 5 repeat atoms 0 and 1
+    Y = rng.normal(size=(200, 3)) * 0.5
+    prep = PreparedDictionary(W, 0.0, 400, np.float64, encoder="active-set")
+    X, _ = prep.encode_dense(Y)
+    np.testing.assert_allclose(X.sum(axis=1), 1.0, atol=1e-12)
+    assert np.all(X >= 0)
+    f = _naive.objective(Y, W, X, 0.0)
+    ref = _naive.objective(Y, W, _naive.encode(Y, W, 0.0, 400), 0.0)
+    assert np.all(f <= ref + 1e-8)
+
+
+def test_active_set_crowded_atoms_few_dimensions():
+    """300 atoms in 10 dimensions at a small lam: the supports grow towards
+    d + 1 atoms, and the rare point whose next atom is affinely dependent on
+    its support goes to the accelerated encoder (counted); every code is on
+    the simplex and as good as 5000 steps of the oracle."""
+    Y, W = make_problem(7, 150, 10, 300)
+    prep = PreparedDictionary(W, 0.05, 3000, np.float64, encoder="active-set")
+    X, _ = prep.encode_dense(Y)
+    assert prep.n_fallbacks <= 5
+    np.testing.assert_allclose(X.sum(axis=1), 1.0, atol=1e-12)
+    f = _naive.objective(Y, W, X, 0.05)
+    ref = _naive.objective(Y, W, _naive.encode(Y, W, 0.05, 5000), 0.05)
+    np.testing.assert_array_less(f, ref + 1e-6 * ref)
+
+
+def test_active_set_single_atom_and_points_at_atoms():
+    """One atom: every code is that atom. A point on an atom (lam > 0): that atom alone."""
+    Y, W = make_problem(8, 30, 4, 1)
+    np.testing.assert_array_equal(fastkds.sparse_encode(Y, W, encoder="active-set").toarray(), 1.0)
+    W = np.random.default_rng(2).normal(size=(6, 3))
+    C = fastkds.sparse_encode(W.copy(), W, lam=1.0, encoder="active-set")
+    np.testing.assert_allclose(C.toarray(), np.eye(6), atol=1e-12)
+
+
+def test_encoder_validated():
+    Y, W = make_problem(10, 10, 3, 4)
+    with pytest.raises(ValueError, match="encoder must be one of"):
+        fastkds.sparse_encode(Y, W, encoder="exact")
+    with pytest.raises(ValueError, match="encoder must be one of"):
+        fastkds.KDS(4, encoder=None).fit(Y)

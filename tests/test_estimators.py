@@ -139,7 +139,25 @@ def test_kds_transform_is_sparse_simplex(codes_moons):
     assert codes.nnz / codes.shape[0] < 6
 
 
+def test_kds_active_set_transform_gives_optimal_codes(moons):
+    """encoder="active-set": the codes meet the KKT conditions to rounding,
+    and lie no more than rounding above the objective of 3000 steps of the
+    NumPy oracle's accelerated encoder."""
+    Y = moons[0]
+    model = KDS(24, encoder="active-set", **MOONS_PARAMS).fit(Y)
+    W = model.components_
+    X = model.transform(Y).toarray()
+    assert _naive.kkt_residual(Y, W, X, 5.0).max() < 1e-12
+    many = _naive.encode(Y, W, 5.0, 3000)
+    assert _naive.kkt_residual(Y, W, many, 5.0).max() < 1e-6  # the oracle got there too
+    gap = _naive.objective(Y, W, X, 5.0) - _naive.objective(Y, W, many, 5.0)
+    assert gap.max() < 1e-12
+    # 3000 accelerated steps still move the worst-conditioned codes in the fifth digit
+    np.testing.assert_allclose(X, many, rtol=0, atol=1e-3)
+
+
 def test_kds_transform_matches_numpy_oracle(kds_moons, codes_moons, moons):
+    """The default encoder: T=15 accelerated steps on the centred problem, as the oracle's."""
     expected = _naive.encode(moons[0], kds_moons.components_, 5.0, 15)
     np.testing.assert_allclose(codes_moons.toarray(), expected, rtol=0, atol=1e-10)
 

@@ -1,7 +1,7 @@
 """The paper's experiments at its settings (SPEC section 8), as regression tests.
 
-The paper's settings include its encoder step (``step="paper"``), as
-``fastkds paper`` runs them.
+The paper's settings include its encoder (``encoder="apg"``, T steps) and
+its step (``step="paper"``), as ``fastkds paper`` runs them.
 
 Noisy moons: scikit-learn's moons with noise 0.1 overlap a little, so even the
 Bayes classifier (which knows the generating model) misses about one point in
@@ -32,7 +32,9 @@ def moons_accuracies(seed, n_iter):
     Y, y = make_moons(5000, random_state=seed)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = KDSClustering(2, n_atoms=24, lam=5.0, n_iter=n_iter, step="paper", random_state=seed).fit(Y)
+        model = KDSClustering(
+            2, n_atoms=24, lam=5.0, n_iter=n_iter, step="paper", encoder="apg", random_state=seed
+        ).fit(Y)
     return clustering_accuracy(y, model.labels_), bayes_accuracy(Y, y)
 
 
@@ -58,6 +60,6 @@ def test_mnist5_paper_settings():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # 5 epochs: not converged, on purpose (CI time)
         model = KDSClustering(
-            5, n_atoms=500, lam=0.5, n_iter=100, max_epochs=5, step="paper", random_state=0
+            5, n_atoms=500, lam=0.5, n_iter=100, max_epochs=5, step="paper", encoder="apg", random_state=0
         ).fit(Y)
     assert clustering_accuracy(y, model.labels_) >= 0.98

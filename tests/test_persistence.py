@@ -360,21 +360,23 @@ def test_load_is_exported():
 
 
 def test_file_from_before_the_step_parameter_loads_with_the_papers_step(moons, tmp_path):
-    """A file whose parameters have no ``step`` (written before the centred
-    step became the default) loads as the paper's encoder it was fitted
-    with, and encodes as the model did."""
+    """A file whose parameters have no ``step`` and ``encoder`` (written
+    before the centred step and the active-set encoder became the defaults)
+    loads as the paper's encoder it was fitted with, and encodes as the
+    model did."""
     import json
 
-    model = KDSClustering(2, n_atoms=12, step="paper", **FIT).fit(moons)
+    model = KDSClustering(2, n_atoms=12, step="paper", encoder="apg", **FIT).fit(moons)
     path = tmp_path / "model.npz"
     model.save(path)
     with np.load(path) as npz:
         entries = {name: npz[name] for name in npz.files}
     for name in ("params", "kds_.params"):
         spec = json.loads(str(entries[name]))
-        del spec["values"]["step"]
+        del spec["values"]["step"], spec["values"]["encoder"]
         entries[name] = np.array(json.dumps(spec))
     np.savez(path, **entries)
     loaded = fastkds.load(path)
     assert loaded.step == loaded.kds_.step == "paper"
+    assert loaded.encoder == loaded.kds_.encoder == "apg"
     np.testing.assert_array_equal(loaded.predict(moons), model.predict(moons))
