@@ -2,6 +2,10 @@
 time, with the estimator's defaults otherwise.
 
     python bench/mnist5.py [--data ../shared/data/mnist] [--seeds 0 1 2]
+                           [--n-jobs 1 2] [--step centred|paper] [--encoder apg|active-set]
+
+``--n-jobs`` fits each seed once per thread count given, in this run (the
+results do not depend on it; the times do).
 """
 
 import argparse
@@ -18,20 +22,28 @@ def main():
     ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data", "mnist"))
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--max-epochs", type=int, default=100)
+    ap.add_argument("--n-jobs", type=int, nargs="+", default=[None])
+    ap.add_argument("--step", default="centred", choices=["centred", "paper"])
+    ap.add_argument("--encoder", default="apg", choices=["apg", "active-set"])
     args = ap.parse_args()
     Y, y = load_mnist(args.data)
-    print(f"MNIST-5: n={Y.shape[0]}, d={Y.shape[1]}, k=5, m=500, T=100, lam=0.5")
-    for seed in args.seeds:
+    print(f"MNIST-5: n={Y.shape[0]}, d={Y.shape[1]}, k=5, m=500, T=100, lam=0.5, step={args.step}, "
+          f"encoder={args.encoder}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        KDSClustering(5, n_atoms=20, max_epochs=2, step=args.step, encoder=args.encoder).fit(Y[:500])  # compile
+    for seed, n_jobs in ((seed, n_jobs) for seed in args.seeds for n_jobs in args.n_jobs):
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model = KDSClustering(
-                5, n_atoms=500, lam=0.5, n_iter=100, max_epochs=args.max_epochs, random_state=seed
+                5, n_atoms=500, lam=0.5, n_iter=100, max_epochs=args.max_epochs, random_state=seed,
+                n_jobs=n_jobs, step=args.step, encoder=args.encoder,
             ).fit(Y)
         sec = time.perf_counter() - t0
         t = model.timings_
         print(
-            f"seed {seed}: accuracy {clustering_accuracy(y, model.labels_):.4f}, "
+            f"seed {seed}, n_jobs={n_jobs}: accuracy {clustering_accuracy(y, model.labels_):.4f}, "
             f"fit {sec:.1f} s ({model.kds_.n_iter_} epochs; dictionary {t['dictionary']:.1f} s, "
             f"encode {t['encode']:.2f} s, embed {t['embed']:.2f} s, k-means {t['kmeans']:.2f} s)"
         )

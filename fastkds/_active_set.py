@@ -39,7 +39,7 @@ and float32 rounding in them would decide which atoms enter.
 import numpy as np
 from numba import njit, prange
 
-from ._kernels import BLOCK, _encode_point
+from ._kernels import BLOCK, encode_point_to_slots, point_scratch
 
 #: Active-set steps per point before the point is handed to the accelerated
 #: encoder: each step adds or drops one atom, and an optimal support has a
@@ -235,12 +235,10 @@ def encode_codes_active_set(B, yy, G, Gp, ww, alpha, lam, beta, ks, counts, slot
     ``fallbacks[i]`` is set to 1 for each point so handed over, else 0.
     """
     n, m = B.shape
-    mp = Gp.shape[1]
     eps = np.float64(np.finfo(B.dtype).eps)
     lam64 = np.float64(lam)
     n_blocks = (n + BLOCK - 1) // BLOCK
     for blk in prange(n_blocks):
-        dt = B.dtype
         c = np.empty(m)
         g = np.empty(m)
         inP = np.zeros(m, dtype=np.int64)
@@ -249,17 +247,7 @@ def encode_codes_active_set(B, yy, G, Gp, ww, alpha, lam, beta, ks, counts, slot
         z = np.empty(m)
         L = np.empty((min(m, MAX_STEPS + 1), min(m, MAX_STEPS + 1)))
         rhs = np.empty((2, min(m, MAX_STEPS + 1)))
-        # the accelerated encoder's scratch, for the points handed over
-        xa = np.zeros(mp, dtype=dt)
-        ac = np.full(mp, -np.inf, dtype=dt)
-        v = np.empty(mp, dtype=dt)
-        za = np.zeros(mp, dtype=dt)
-        ins = np.zeros(mp, dtype=np.int64)
-        dist = np.empty(m, dtype=dt)
-        xold = np.empty(mp, dtype=dt)
-        cand = np.empty(mp, dtype=np.int64)
-        zidx = np.empty(2 * mp, dtype=np.int64)
-        xs = np.empty(mp, dtype=np.int64)
+        scratch = point_scratch(m, Gp.shape[1], B.dtype)  # for the points handed over
         for i in range(blk * BLOCK, min(blk * BLOCK + BLOCK, n)):
             p, ok = _active_set_point(B[i], yy[i], G, ww, lam64, eps, c, g, inP, P, x, z, L, rhs)
             if ok:
@@ -286,12 +274,6 @@ def encode_codes_active_set(B, yy, G, Gp, ww, alpha, lam, beta, ks, counts, slot
                 counts[i] = p
             else:
                 fallbacks[i] = 1
-                obj[i], nx = _encode_point(
-                    B[i], yy[i], Gp, ww, alpha, lam, beta, ks, xa, ac, dist, v, za, ins, cand, zidx, xs, xold
+                encode_point_to_slots(
+                    i, B, yy, Gp, ww, alpha, lam, beta, ks, scratch, counts, slot_idx, slot_val, obj
                 )
-                for q in range(nx):
-                    j = xs[q]
-                    slot_idx[i, q] = j
-                    slot_val[i, q] = xa[j]
-                    xa[j] = ks[0]
-                counts[i] = nx

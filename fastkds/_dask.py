@@ -444,7 +444,7 @@ def fit_clustering(est, X):
     Y = check_dask_array(X)
     _check_device(est)
     rng = check_random_state(est.random_state)
-    kds = est._inner_kds(rng)
+    kds = est._inner_kds(rng, Y.shape[0], k)
     timings = {}
     t0 = time.perf_counter()
     Y = Y.persist(optimize_graph=False)

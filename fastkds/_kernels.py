@@ -756,33 +756,44 @@ def _encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, sl
             )
 
 
+@njit(cache=True, nogil=True)
+def point_scratch(m, mp, dt):
+    """Scratch of :func:`encode_point_to_slots` for m atoms padded to mp, dtype ``dt``."""
+    return (
+        np.zeros(mp, dtype=dt),  # x
+        np.full(mp, -np.inf, dtype=dt),  # ac
+        np.empty(mp, dtype=dt),  # v
+        np.zeros(mp, dtype=dt),  # z
+        np.zeros(mp, dtype=np.int64),  # ins
+        np.empty(m, dtype=dt),  # dist
+        np.empty(mp, dtype=dt),  # xold
+        np.empty(mp, dtype=np.int64),  # cand
+        np.empty(2 * mp, dtype=np.int64),  # zidx
+        np.empty(mp, dtype=np.int64),  # xs
+    )
+
+
+@njit(cache=True, nogil=True)
+def encode_point_to_slots(i, B, yy, Gp, ww, alpha, lam, beta, ks, scratch, counts, slot_idx, slot_val, obj):
+    """Encode point i by :func:`_encode_point` into row i of the slots."""
+    x, ac, v, z, ins, dist, xold, cand, zidx, xs = scratch
+    obj[i], nx = _encode_point(B[i], yy[i], Gp, ww, alpha, lam, beta, ks, x, ac, dist, v, z, ins, cand, zidx, xs, xold)
+    for q in range(nx):
+        j = xs[q]
+        slot_idx[i, q] = j
+        slot_val[i, q] = x[j]
+        x[j] = ks[0]  # x back to zeros for the next point
+    counts[i] = nx
+
+
 @njit(parallel=True, cache=True)
 def _encode_codes_points(B, yy, Gp, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj):
     n, m = B.shape
-    mp = Gp.shape[1]
     n_blocks = (n + BLOCK - 1) // BLOCK
-    for blk in prange(n_blocks):  # the block's work written here, as above
-        dt = B.dtype
-        x = np.zeros(mp, dtype=dt)
-        ac = np.full(mp, -np.inf, dtype=dt)
-        v = np.empty(mp, dtype=dt)
-        z = np.zeros(mp, dtype=dt)
-        ins = np.zeros(mp, dtype=np.int64)
-        dist = np.empty(m, dtype=dt)
-        xold = np.empty(mp, dtype=dt)
-        cand = np.empty(mp, dtype=np.int64)
-        zidx = np.empty(2 * mp, dtype=np.int64)
-        xs = np.empty(mp, dtype=np.int64)
+    for blk in prange(n_blocks):
+        scratch = point_scratch(m, Gp.shape[1], B.dtype)
         for i in range(blk * BLOCK, min(blk * BLOCK + BLOCK, n)):
-            obj[i], nx = _encode_point(
-                B[i], yy[i], Gp, ww, alpha, lam, beta, ks, x, ac, dist, v, z, ins, cand, zidx, xs, xold
-            )
-            for q in range(nx):
-                j = xs[q]
-                slot_idx[i, q] = j
-                slot_val[i, q] = x[j]
-                x[j] = ks[0]
-            counts[i] = nx
+            encode_point_to_slots(i, B, yy, Gp, ww, alpha, lam, beta, ks, scratch, counts, slot_idx, slot_val, obj)
 
 
 @njit(parallel=True, cache=True)

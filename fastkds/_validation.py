@@ -74,3 +74,35 @@ def check_clustering_params(est):
         check_nonneg_float(est.min_component, "min_component"),
         check_positive_int(est.max_clusters, "max_clusters"),
     )
+
+
+#: ``n_atoms="auto"`` of :class:`fastkds.KDSClustering`: about sqrt(n) atoms,
+#: within these bounds (see :func:`auto_n_atoms`).
+AUTO_ATOMS_MIN = 16
+AUTO_ATOMS_PER_CLUSTER = 4
+AUTO_ATOMS_MAX = 100
+
+
+def auto_n_atoms(n_samples, n_clusters=None):
+    """Atoms for ``n_atoms="auto"``: ``round(sqrt(n))``, at least 16 and
+    4 per cluster asked for, at most 100 (or that per-cluster floor, when
+    larger), and never more than the points.
+
+    A landmark per sqrt(n) points is the usual choice of landmark-based
+    spectral methods; each cluster needs a few atoms of its own for its own
+    mode of the code graph; and the cap keeps the work per point bounded, so
+    a fit stays linear in n (past 10,000 points the count no longer grows).
+
+    Parameters
+    ----------
+    n_samples : int
+    n_clusters : int or None
+        The clusters asked for (None: chosen by the eigengap).
+
+    Returns
+    -------
+    int
+    """
+    floor = max(AUTO_ATOMS_MIN, AUTO_ATOMS_PER_CLUSTER * (n_clusters or 0))
+    m = min(max(int(round(np.sqrt(n_samples))), floor), max(AUTO_ATOMS_MAX, floor))
+    return int(min(m, n_samples))

@@ -16,7 +16,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._backends import get_backend
 from . import _dask
 from ._config import effective_n_jobs, numba_threads
-from ._validation import FLOAT_DTYPES, check_clustering_params, check_nonneg_float, check_positive_int
+from ._validation import (
+    FLOAT_DTYPES, auto_n_atoms, check_clustering_params, check_nonneg_float, check_positive_int,
+)
 from .diskcodes import DiskCodesWriter
 from .encoding import (
     OFFSET_STEP_RATIO_WARN, PreparedDictionary, check_encoder, check_step, concatenate_csr, offset_step_ratio,
@@ -746,8 +748,12 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
     n_clusters : int or "auto", default="auto"
         Number of clusters; ``"auto"`` takes it from the largest gap in the
         spectrum (at least 2, at most ``max_clusters``).
-    n_atoms : int, default=16
-        Number of atoms m.
+    n_atoms : int or "auto", default="auto"
+        Number of atoms m. ``"auto"``: about sqrt(n_samples), at least 16
+        and 4 per cluster asked for, at most 100 (more when 4 per cluster
+        asks for more), never more than the points
+        (``fastkds._validation.auto_n_atoms``); ``kds_.n_atoms`` holds the
+        number used.
     """ + _KDS_PARAMS_DOC + """
     min_component : float, default=0.01
         Connected components of the code graph holding less than this
@@ -808,7 +814,7 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         self,
         n_clusters="auto",
         *,
-        n_atoms=16,
+        n_atoms="auto",
         lam=1.0,
         n_iter=50,
         step="centred",
@@ -859,9 +865,15 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         self.train_step = train_step
         self.freeze_step = freeze_step
 
-    def _inner_kds(self, rng):
-        """The :class:`KDS` this model fits: its shared parameters, and a seed from ``rng``."""
+    def _inner_kds(self, rng, n_samples, n_clusters):
+        """The :class:`KDS` this model fits: its shared parameters (``n_atoms``
+        resolved for ``n_samples`` points and ``n_clusters``, None for
+        "auto"), and a seed from ``rng``."""
         params = {name: getattr(self, name) for name in KDS._get_param_names()}
+        if isinstance(self.n_atoms, str):
+            if self.n_atoms != "auto":
+                raise ValueError(f"n_atoms must be a positive int or 'auto', got {self.n_atoms!r}")
+            params["n_atoms"] = auto_n_atoms(n_samples, n_clusters)
         params["random_state"] = rng.randint(np.iinfo(np.int32).max)
         return KDS(**params)
 
@@ -882,7 +894,7 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         k, n_init, min_component, max_clusters = check_clustering_params(self)
         Y = _check_input(self, X, reset=True, passes=2)
         rng = check_random_state(self.random_state)
-        kds = self._inner_kds(rng)
+        kds = self._inner_kds(rng, Y.shape[0], k)
         timings = {}
         t0 = time.perf_counter()
         kds._fit_validated(Y)

@@ -14,6 +14,8 @@ import sklearn.datasets
 
 from fastkds import clustering_accuracy, load_mnist, make_circles, make_moons
 from fastkds.datasets import (
+    make_curves,
+    make_nested_spheres,
     MNIST5_DIGITS,
     SALINAS_WATER_BANDS,
     load_salinas_a,
@@ -143,6 +145,36 @@ def test_make_circles_delta_validation(delta, exc):
 def test_make_circles_n_samples_validation():
     with pytest.raises(ValueError, match="n_samples"):
         make_circles(0, 0.1)
+
+
+@pytest.mark.parametrize("make,k,d,rank", [(make_curves, 6, 100, 4), (make_nested_spheres, 5, 60, 3)])
+def test_manifold_sets_shapes_classes_and_geometry(make, k, d, rank):
+    """Balanced classes with a common mean (k-means has nothing to go on),
+    each on its own manifold: without noise, curves lie on 4-D subspaces at
+    radius 1, spheres in one 3-D subspace at radius c + 1."""
+    Y, y = make(3000, random_state=0)
+    assert Y.shape == (3000, d) and y.dtype == np.int64
+    np.testing.assert_array_equal(np.bincount(y), 3000 // k)
+    clean, yc = make(3000, noise=0.0, random_state=0)
+    for c in range(k):
+        P = clean[yc == c]
+        assert np.linalg.matrix_rank(P, tol=1e-8) == rank
+        radius = np.linalg.norm(P, axis=1)
+        np.testing.assert_allclose(radius, 1.0 if make is make_curves else c + 1.0, atol=1e-12)
+        assert np.linalg.norm(P.mean(axis=0)) < 0.1 * (c + 1)
+    assert np.std(Y - clean) == pytest.approx(make.__kwdefaults__["noise"], rel=0.05)
+    again, _ = make(3000, random_state=0)
+    np.testing.assert_array_equal(Y, again)
+
+
+@pytest.mark.parametrize("make", [make_curves, make_nested_spheres])
+def test_manifold_sets_validation(make):
+    with pytest.raises(ValueError, match="n_features must be at least"):
+        make(100, n_features=2)
+    with pytest.raises(ValueError, match="n_classes=200 exceeds n_samples=100"):
+        make(100, n_classes=200)
+    with pytest.raises(ValueError, match="noise"):
+        make(100, noise=-1.0)
 
 
 # -- load_mnist: the real files ---------------------------------------------------

@@ -537,3 +537,41 @@ def test_pickle_clustering(clustering_moons, moons3000):
 def test_clone_keeps_params():
     model = KDSClustering(3, n_atoms=7, lam=0.5, n_iter=9, random_state=1)
     assert clone(model).get_params() == model.get_params()
+
+
+# -- n_atoms="auto" ---------------------------------------------------------------
+
+
+def test_auto_n_atoms_rule():
+    """About sqrt(n), at least 16 and 4 per cluster, at most 256 unless the
+    clusters ask for more, never more than the points."""
+    from fastkds._validation import auto_n_atoms
+
+    assert auto_n_atoms(100) == 16
+    assert auto_n_atoms(10_000) == 100
+    assert auto_n_atoms(10_000, 5) == 100
+    assert auto_n_atoms(10_000, 40) == 160
+    assert auto_n_atoms(10**7) == 100
+    assert auto_n_atoms(10**7, 100) == 400
+    assert auto_n_atoms(10, 3) == 10
+
+
+@pytest.mark.parametrize("k", [20, 40])
+def test_many_clusters_with_defaults(k):
+    """k = 20 and 40 well-separated blobs: KDSClustering(k) with every other
+    parameter at its default finds them (n_atoms="auto" gives 4 atoms a
+    cluster; a fixed 16 atoms could not hold 20 modes)."""
+    Y, labels = make_blobs(60 * k, centers=k, n_features=10, cluster_std=0.5, center_box=(-40, 40),
+                           random_state=0)
+    model = KDSClustering(k, random_state=0).fit(Y)
+    assert model.kds_.n_atoms == max(4 * k, round(np.sqrt(60 * k)))
+    assert model.n_clusters_ == k
+    assert clustering_accuracy(labels, model.labels_) >= 0.99
+
+
+def test_n_atoms_auto_validated():
+    Y, _ = make_blobs(100, random_state=0)
+    with pytest.raises(ValueError, match="n_atoms must be a positive int or 'auto'"):
+        KDSClustering(2, n_atoms="many").fit(Y)
+    with pytest.raises(ValueError, match="n_atoms"):
+        KDSClustering(2, n_atoms=0).fit(Y)
