@@ -62,6 +62,9 @@ def check_clustering_params(est):
         None for ``"auto"``.
     n_init, min_component, max_clusters
     """
+    n_atoms = getattr(est, "n_atoms", None)
+    if isinstance(n_atoms, str) and n_atoms != "auto":  # an int is KDS's to check
+        raise ValueError(f"n_atoms must be a positive int or 'auto', got {n_atoms!r}")
     if isinstance(est.n_clusters, str):
         if est.n_clusters != "auto":
             raise ValueError(f"n_clusters must be an int or 'auto', got {est.n_clusters!r}")

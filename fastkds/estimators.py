@@ -52,11 +52,11 @@ _KDS_PARAMS_DOC = """
         ``"apg"`` stays the default for clustering. ``solver="unrolled"``
         and the GPU use ``"apg"``.
     step : {"centred", "paper"}, default="centred"
-        The accelerated encoder's step. ``"centred"``: the encoder runs on the points and
-        atoms less the mean atom, with step ``1 / sigma_max(W - mean atom)^2``.
-        Codes sum to 1, so the objective does not change when the data and
-        the atoms move together: the same optimum, and codes that do not
-        depend on where the data sit. ``"paper"``: ``1 / sigma_max(W)^2``,
+        The accelerated encoder's step. ``"centred"``: the encoder runs on
+        the points and atoms less the mean atom, with step ``1 /
+        sigma_max(W - mean atom)^2``. Codes sum to 1, so the objective does
+        not change when the data and the atoms move together: the same
+        optimum, and codes that do not depend on where the data sit. ``"paper"``: ``1 / sigma_max(W)^2``,
         which shrinks as the data move away from the origin (a warning says
         when T steps may then stop short); ``fastkds paper`` uses it to
         reproduce the paper as written. ``solver="unrolled"`` trains the
@@ -118,11 +118,11 @@ _KDS_PARAMS_DOC = """
         Shuffle the points every epoch (``solver="unrolled"``).
     train_step : bool, default=False
         Learn the encoder step along with the atoms (``solver="unrolled"``).
-        The step stays below 1.5 times the ``step`` rule's (a sigmoid bound),
-        so it cannot grow into the range where the encoder's codes collapse
-        to single atoms. Otherwise the step is the rule's.
+        The step stays below ``1.5 / sigma_max(W)^2`` (a sigmoid bound), so it
+        cannot grow into the range where the encoder's codes collapse to
+        single atoms. Otherwise the step is ``1 / sigma_max(W)^2``.
     freeze_step : bool, default=False
-        Hold the step at the ``step`` rule's value for the initial dictionary
+        Hold the step at ``1 / sigma_max(W_0)^2`` of the initial dictionary
         through training and encoding, as the paper's released code does
         with a fixed step (``solver="unrolled"``, ``train_step=False``). By
         default the step follows the current dictionary, as the encoder's
@@ -870,9 +870,7 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         resolved for ``n_samples`` points and ``n_clusters``, None for
         "auto"), and a seed from ``rng``."""
         params = {name: getattr(self, name) for name in KDS._get_param_names()}
-        if isinstance(self.n_atoms, str):
-            if self.n_atoms != "auto":
-                raise ValueError(f"n_atoms must be a positive int or 'auto', got {self.n_atoms!r}")
+        if isinstance(self.n_atoms, str):  # "auto", as check_clustering_params makes sure
             params["n_atoms"] = auto_n_atoms(n_samples, n_clusters)
         params["random_state"] = rng.randint(np.iinfo(np.int32).max)
         return KDS(**params)

@@ -571,7 +571,9 @@ def test_many_clusters_with_defaults(k):
 
 def test_n_atoms_auto_validated():
     Y, _ = make_blobs(100, random_state=0)
+    model = KDSClustering(2, n_atoms="many")
     with pytest.raises(ValueError, match="n_atoms must be a positive int or 'auto'"):
-        KDSClustering(2, n_atoms="many").fit(Y)
+        model.fit(Y)
+    assert not hasattr(model, "n_features_in_")  # the failed fit left it as it was
     with pytest.raises(ValueError, match="n_atoms"):
         KDSClustering(2, n_atoms=0).fit(Y)
