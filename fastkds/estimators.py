@@ -246,7 +246,9 @@ class _SaveMixin:
 
 
 class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
-    """K-Deep Simplex: a dictionary of landmark atoms and sparse simplex codes.
+    # assigned, not a bare string: a concatenation is no docstring, and
+    # help() would show nothing
+    __doc__ = """K-Deep Simplex: a dictionary of landmark atoms and sparse simplex codes.
 
     Learns ``n_atoms`` atoms W (m x d) and codes every point as a convex
     combination of nearby atoms by minimising (SPEC section 2)::
@@ -272,8 +274,8 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         (``solver="unrolled"`` with ``train_step=True``).
     n_iter_ : int
         Epochs run.
-    objective_ : ndarray of shape (n_iter_,)
-        Mean objective of each epoch's codes.
+    objective_ : ndarray
+        Mean objective of each epoch's codes (``n_iter_`` entries).
     n_features_in_ : int
 
     See Also
@@ -737,7 +739,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
 
 
 class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
-    """Spectral clustering on the K-Deep Simplex code graph, linear in n.
+    __doc__ = """Spectral clustering on the K-Deep Simplex code graph, linear in n.
 
     Fits :class:`KDS`, then embeds the points through the bipartite
     point-atom graph of their codes (an m x m eigenproblem, SPEC section 6),

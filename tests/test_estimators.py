@@ -577,3 +577,14 @@ def test_n_atoms_auto_validated():
     assert not hasattr(model, "n_features_in_")  # the failed fit left it as it was
     with pytest.raises(ValueError, match="n_atoms"):
         KDSClustering(2, n_atoms=0).fit(Y)
+
+
+@pytest.mark.parametrize("cls", [KDS, KDSClustering])
+def test_docstring_reaches_help_and_names_every_parameter(cls):
+    """help() shows the class docstring (it is built by concatenation, which
+    a bare string expression would silently drop), with a numpydoc entry for
+    every constructor parameter."""
+    doc = cls.__doc__
+    assert doc and doc.lstrip().startswith(("K-Deep Simplex", "Spectral clustering"))
+    for name in cls().get_params():
+        assert f"\n    {name} : " in doc, f"{cls.__name__} docstring lacks parameter {name!r}"
