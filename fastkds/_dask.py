@@ -418,7 +418,7 @@ def _fit_kds_validated(est, Y):
         # too large to gather: k-means++ on a random subsample seeds the atoms
         size = min(n, max(20_000, 200 * p["n_atoms"]))
         Y_first = _gather_rows(Y, np.sort(rng.choice(n, size, replace=False)))
-    W = est._initial_dictionary(Y_first, rng)
+    W = est._initial_dictionary(Y_first, rng, p)
     from ._backends import CpuBackend
 
     # the subsamples are in memory on the client; all points stay on the workers

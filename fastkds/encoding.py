@@ -126,27 +126,6 @@ def check_step(step):
     return step
 
 
-def centred_sigma_max_sq(W, sigma_max_sq, dtype=np.float64):
-    """``sigma_max(W - mean atom)^2``: the Lipschitz constant of the encoder's
-    gradient for the centred problem (SPEC 3a).
-
-    For codes summing to 1 the objective of ``(y, W)`` equals that of
-    ``(y - mu, W - 1 mu)`` (mu the mean atom): the centred encoder solves the
-    same problem, and its step does not shrink as the data move away from
-    the origin. ``sigma_max_sq`` is the uncentred ``sigma_max(W)^2``; the
-    result is held above ``sqrt(eps)`` of it (eps of ``dtype``), so atoms
-    that coincide to rounding, for which every code is optimal, get a finite
-    step.
-    """
-    W = np.asarray(W, dtype=np.float64)
-    if not W.size or sigma_max_sq <= 0:
-        return sigma_max_sq
-    floor = sigma_max_sq * float(np.sqrt(np.finfo(dtype).eps))
-    scale = np.abs(W).max()
-    centred = _sigma_max_sq((W - W.mean(axis=0)) / scale) * scale * scale
-    return max(centred, floor)
-
-
 class PreparedDictionary:
     """A dictionary with what the encoder needs precomputed once.
 
@@ -165,7 +144,7 @@ class PreparedDictionary:
         ``"centred"``: the encoder runs on the centred problem (points and
         atoms less the mean atom), with ``alpha = 1 / sigma_max(W - mean
         atom)^2``: the same objective and optimum, with codes that do not
-        depend on where the data sit (SPEC 3a, :func:`centred_sigma_max_sq`).
+        depend on where the data sit (SPEC 3a).
         ``"paper"``: the paper's iteration on the data as given, ``alpha = 1
         / sigma_max(W)^2``.
     encoder : {"apg", "active-set"}, default="apg"
@@ -207,12 +186,16 @@ class PreparedDictionary:
         #: the kernels form keep their precision however far the data sit.
         self.shift = None
         if step == "centred":
-            top = centred_sigma_max_sq(W64, top, self.dtype)
             mu = W64.mean(axis=0)
             W64 = W64 - mu
             G64 = W64 @ W64.T
             G = G64.astype(self.dtype)
             self.shift = mu.astype(self.dtype)
+            # sigma_max(W - mean atom)^2, held above sqrt(eps) of the uncentred
+            # value: atoms that coincide to rounding (every code optimal) get a
+            # finite step
+            floor = float(np.sqrt(np.finfo(self.dtype).eps)) * top
+            top = max(float(np.linalg.eigvalsh(G64)[-1]), floor) if W64.size else top
         # A zero dictionary has no gradient from the fit term; any step works.
         self.alpha_value = 1.0 / top if top > 0 else 1.0
         self.alpha = self.dtype.type(self.alpha_value)

@@ -373,7 +373,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
             return self.chunk_size
         return backend.chunk_size(n_features, self.n_atoms, 8)
 
-    def _initial_dictionary(self, Y, rng):
+    def _initial_dictionary(self, Y, rng, p):
         init = _check_init(self.init, self.n_atoms, Y.shape[1])
         if isinstance(init, np.ndarray):
             W = init.astype(np.float64)
@@ -383,7 +383,6 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         else:
             W, _ = kmeans_plusplus(Y, self.n_atoms, random_state=rng)
             W = W.astype(np.float64)
-        p = self._validated_params()
         _warn_if_off_centre(W, self.n_iter, p["step"], p["encoder"])
         return W
 
@@ -439,7 +438,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
 
     def _fit_unrolled(self, Y, p, rng):
         """The unrolled solver's fit (see :mod:`fastkds.unrolled`)."""
-        W = self._initial_dictionary(Y, rng)
+        W = self._initial_dictionary(Y, rng, p)
         bar, progress = self._progress_bar(f"KDS unrolled epochs (n={Y.shape[0]:,})", p["max_epochs"])
         try:
             with numba_threads(self.n_jobs):
@@ -498,7 +497,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
             Y_first = Y.take(np.sort(rng.choice(n, size, replace=False)))
         else:
             Y_first = Y
-        W = self._initial_dictionary(Y_first, rng)
+        W = self._initial_dictionary(Y_first, rng, p)
         stages = [("subsample", sample, backend) for sample in samples] if n_pre else []
         stages.append(("all points", Y, backend))
         return self._fit_stages(stages, W, p, rng, Y.dtype)
@@ -585,7 +584,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
                         f"the first chunk has {Y.shape[0]} points, fewer than n_atoms={p['n_atoms']}: "
                         "the initial dictionary is drawn from it"
                     )
-                W = self._initial_dictionary(Y, rng)
+                W = self._initial_dictionary(Y, rng, p)
             else:
                 W = np.asarray(self.components_, dtype=np.float64)
             state = {"solver": p["solver"], "rng": rng}

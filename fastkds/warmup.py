@@ -16,8 +16,8 @@ def warmup(dtypes=(np.float64, np.float32)):
     """Compile or load the encoders, CSR, statistics and projection kernels.
 
     Runs a tiny fit and encodings for each dtype (both encoders, with few and
-    with many features). Idempotent and cheap once
-    done (the kernels stay loaded in the process).
+    with many features). Idempotent and cheap once done (the kernels stay
+    loaded in the process).
 
     Parameters
     ----------
