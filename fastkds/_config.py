@@ -1,9 +1,15 @@
 """Thread control and memory-budget defaults shared by the wrappers."""
 
-from contextlib import contextmanager
+import threading
+from contextlib import contextmanager, nullcontext
 
 import numba
 from threadpoolctl import threadpool_limits
+
+# Numba's workqueue threading layer is not thread-safe: two Python threads
+# running parallel kernels at once abort the process. Under it, kernel calls
+# take this lock and run one at a time (reentrant: a call may nest another).
+_WORKQUEUE_LOCK = threading.RLock()
 
 #: Bytes of working memory a chunk may use by default (codes buffer + data copy).
 CHUNK_MEMORY_BUDGET = 64 * 2**20
@@ -34,14 +40,22 @@ def numba_threads(n_jobs):
     BLAS is held to one thread meanwhile: its calls here are small per chunk,
     and OpenBLAS threads spin after each call, stealing the cores the
     parallel kernels run on (measured: a third slower encoding on 2 cores).
+
+    Under Numba's ``workqueue`` threading layer the enclosed kernels hold a
+    process-wide lock, so concurrent callers run one after another instead
+    of aborting the process; ``omp`` and ``tbb`` run them concurrently.
     """
+    n_threads = effective_n_jobs(n_jobs)
+    # get_num_threads starts Numba's thread pool, which fixes the layer
     previous = numba.get_num_threads()
-    numba.set_num_threads(effective_n_jobs(n_jobs))
-    try:
-        with threadpool_limits(limits=1, user_api="blas"):
-            yield
-    finally:
-        numba.set_num_threads(previous)
+    serialise = numba.threading_layer() == "workqueue"
+    with _WORKQUEUE_LOCK if serialise else nullcontext():
+        numba.set_num_threads(n_threads)
+        try:
+            with threadpool_limits(limits=1, user_api="blas"):
+                yield
+        finally:
+            numba.set_num_threads(previous)
 
 
 def default_chunk_size(n_features, n_atoms, itemsize):
