@@ -1,12 +1,27 @@
-"""Command line: ``fastkds demo``, ``fastkds cluster`` and ``fastkds paper``."""
+"""Command line: ``fastkds demo``, ``fastkds cluster`` and ``fastkds paper``.
+
+A malformed command line gets argparse's usage message and exit status 2.
+Every other error is one line on stderr, ``fastkds: error: ...``, with exit
+status 1; Ctrl-C prints one line and exits with 130 (128 + SIGINT, the
+shell's convention).
+"""
 
 import argparse
 import os
 import sys
-import tempfile
 import time
+import warnings
 
 import numpy as np
+
+# The errors the library raises for bad data, parameters, files and devices:
+# each becomes one line. Anything else is a bug and keeps its traceback.
+_USER_ERRORS = (ValueError, TypeError, RuntimeError, OSError, MemoryError)
+
+
+def _error(message):
+    """A SystemExit that prints ``message`` as one line on stderr, exit status 1."""
+    return SystemExit("fastkds: error: " + " ".join(str(message).split()))
 
 
 def _print(quiet, *args):
@@ -14,12 +29,29 @@ def _print(quiet, *args):
         print(*args, flush=True)
 
 
+def _check_device(device):
+    """Fail now, not after loading the data, when ``device="cuda"`` cannot run
+    (``"auto"`` falls back to the CPU)."""
+    from ._backends import get_backend
+
+    if device != "cuda":
+        return
+    try:
+        get_backend(device)
+    except (RuntimeError, ImportError) as exc:
+        raise _error(f"--device {device}: {exc}")
+
+
 def _demo(args):
+    from ._validation import check_positive_int
     from .datasets import make_moons
     from .encoding import sparse_encode
     from .estimators import KDSClustering
     from .metrics import clustering_accuracy
 
+    check_positive_int(args.n, "--n")
+    check_positive_int(args.atoms, "--atoms")
+    _check_device(args.device)
     q = args.quiet
     t0 = time.perf_counter()
     Y, labels = make_moons(args.n, random_state=args.seed)
@@ -72,15 +104,23 @@ def _demo(args):
 
 def _load_table(path):
     if not os.path.exists(path):
-        raise SystemExit(f"fastkds: error: input file not found: {path}")
+        raise _error(f"input file not found: {path}")
+    if not path.endswith((".npy", ".csv", ".txt")):
+        raise _error(f"{path}: expected a .npy or .csv file")
     try:
         if path.endswith(".npy"):
-            return np.load(path, mmap_mode="r", allow_pickle=False)
-        if path.endswith(".csv") or path.endswith(".txt"):
-            return np.loadtxt(path, delimiter="," if path.endswith(".csv") else None, ndmin=2)
-    except (ValueError, OSError) as exc:
-        raise SystemExit(f"fastkds: error: cannot read {path}: {exc}")
-    raise SystemExit(f"fastkds: error: {path}: expected a .npy or .csv file")
+            Y = np.load(path, mmap_mode="r", allow_pickle=False)
+        else:
+            with warnings.catch_warnings():
+                # an empty file: reported below as an error, not also as a warning
+                warnings.filterwarnings("ignore", "loadtxt: input contained no data", UserWarning)
+                Y = np.loadtxt(path, delimiter="," if path.endswith(".csv") else None, ndmin=2)
+    except (ValueError, OSError, EOFError) as exc:
+        # EOFError: a .npy file of zero bytes
+        raise _error(f"cannot read {path}: {exc}")
+    if Y.size == 0:
+        raise _error(f"{path} holds no data (an array of shape {Y.shape})")
+    return Y
 
 
 def _n_clusters(text):
@@ -96,25 +136,29 @@ def _n_clusters(text):
     return k
 
 
-def _save_atomically(path, array):
-    """Write ``array`` to ``path`` via a temporary file and a rename."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, suffix=".npy.tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.save(f, array)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def _check_output(path, input_path):
+    """Fail before any work when the labels could not be written to ``path``."""
+    if os.path.realpath(path) == os.path.realpath(input_path) or (
+        os.path.exists(path) and os.path.exists(input_path) and os.path.samefile(path, input_path)
+    ):
+        raise _error("the output file would overwrite the input")
+    if os.path.isdir(path):
+        raise _error(f"the output path {path} is a folder; give a file name")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        problem = "is not a folder" if os.path.exists(folder) else "does not exist"
+        raise _error(f"the output folder {folder} {problem}")
+    # the labels go to a new file in that folder, renamed over the path
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise _error(f"the output folder {folder} is not writable")
 
 
 def _cluster(args):
     from .estimators import KDSClustering
+    from .persistence import write_atomically
 
-    if os.path.abspath(args.output) == os.path.abspath(args.file):
-        raise SystemExit("fastkds: error: the output file would overwrite the input")
+    _check_output(args.output, args.file)
+    _check_device(args.device)
     Y = _load_table(args.file)
     model = KDSClustering(
         args.k,
@@ -128,11 +172,8 @@ def _cluster(args):
         device=args.device,
     )
     t0 = time.perf_counter()
-    try:
-        model.fit(Y)
-    except (ValueError, TypeError) as exc:
-        raise SystemExit(f"fastkds: error: {exc}")
-    _save_atomically(args.output, model.labels_)
+    model.fit(Y)
+    write_atomically(args.output, lambda f: np.save(f, model.labels_))
     _print(
         args.quiet,
         f"clustered {Y.shape[0]:,} points into {model.n_clusters_} clusters "
@@ -192,7 +233,13 @@ def _paper(args):
 def main(argv=None):
     """Entry point of the ``fastkds`` console script."""
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print("fastkds: interrupted", file=sys.stderr, flush=True)
+        return 130
+    except _USER_ERRORS as exc:
+        raise _error(exc) from None
 
 
 if __name__ == "__main__":

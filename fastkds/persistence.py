@@ -206,6 +206,24 @@ def save(estimator, path):
     if type(estimator) not in _CLASSES.values():
         raise TypeError(f"can only save KDS, KDSClustering or KDSEnsembleClustering, got {type(estimator).__name__}")
     entries = _entries(estimator)
+    write_atomically(path, lambda f: np.savez(f, **entries))
+
+
+def write_atomically(path, write):
+    """Call ``write(f)`` on a new binary file beside ``path``, then rename
+    that file over ``path``.
+
+    ``path`` never holds a partly written file: on any error, also
+    ``KeyboardInterrupt``, the new file is removed and ``path`` is left as
+    it was. The file gets the usual permissions (``0o666`` less the umask).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Destination file; replaced if it exists.
+    write : callable
+        Writes the content to the open file object it is given.
+    """
     path = os.fspath(path)
     folder, base = os.path.split(os.path.abspath(path))
     tmp = os.path.join(folder, f".{base}.{secrets.token_hex(6)}.tmp")
@@ -214,7 +232,7 @@ def save(estimator, path):
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
-            np.savez(f, **entries)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
