@@ -5,9 +5,16 @@ array memory-mapped on them.
 
 The files are plain NumPy arrays, readable without fastkds; :func:`load_codes`
 maps them back as a ``scipy.sparse.csr_array``.
+
+An existing file is never written into: it may be mapped by an earlier
+result (truncating a mapped file kills the process with SIGBUS) or be the
+data being encoded. Each file is written under a temporary name in the
+folder and then renamed over its final name; a map of the old file keeps
+the old contents.
 """
 
 import os
+import secrets
 
 import numpy as np
 import scipy.sparse as sp
@@ -29,13 +36,19 @@ def _npy_header(dtype, length):
 
 
 class _NpyAppender:
-    """A 1-D .npy file grown by appending; the header is fixed on close."""
+    """A 1-D .npy file grown by appending, under a temporary name in the
+    folder of ``path``; :meth:`close` fixes the header, :meth:`commit`
+    renames it to ``path``."""
 
     def __init__(self, path, dtype):
         self.path = path
         self.dtype = np.dtype(dtype)
         self.length = 0
-        self._file = open(path, "wb")
+        folder, base = os.path.split(path)
+        self.tmp = os.path.join(folder, f".{base}.{secrets.token_hex(6)}.tmp")
+        # a new file (O_EXCL), with the usual umask permissions (mode 0o666)
+        fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+        self._file = os.fdopen(fd, "wb")
         self._file.write(_npy_header(self.dtype, 0))
 
     def append(self, values):
@@ -48,9 +61,15 @@ class _NpyAppender:
         self._file.write(_npy_header(self.dtype, self.length))
         self._file.close()
 
+    def commit(self):
+        os.replace(self.tmp, self.path)
+
     def abort(self):
         self._file.close()
-        os.remove(self.path)
+        try:
+            os.remove(self.tmp)
+        except FileNotFoundError:  # already renamed into place
+            pass
 
 
 class DiskCodesWriter:
@@ -63,7 +82,8 @@ class DiskCodesWriter:
     ----------
     path : str or os.PathLike
         Folder for ``indptr.npy``, ``indices.npy`` and ``data.npy``; created
-        if missing. Existing files of those names are replaced.
+        if missing. Existing files of those names are replaced by rename,
+        once all the codes are written; they are never written into.
     n_atoms : int
     dtype : numpy dtype of the codes
     """
@@ -74,10 +94,15 @@ class DiskCodesWriter:
             raise ValueError(f"out={self.path!r} exists and is not a folder")
         os.makedirs(self.path, exist_ok=True)
         self.n_atoms = n_atoms
-        self._indptr = _NpyAppender(os.path.join(self.path, "indptr.npy"), np.int64)
-        # int64 like indptr: scipy would otherwise copy both to a common index type
-        self._indices = _NpyAppender(os.path.join(self.path, "indices.npy"), np.int64)
-        self._data = _NpyAppender(os.path.join(self.path, "data.npy"), dtype)
+        self._files = []
+        try:
+            # int64 indices like indptr: scipy would otherwise copy both to a common index type
+            for name, file_dtype in zip(_NAMES, (np.int64, np.int64, dtype)):
+                self._files.append(_NpyAppender(os.path.join(self.path, f"{name}.npy"), file_dtype))
+        except BaseException:
+            self.abort()
+            raise
+        self._indptr, self._indices, self._data = self._files
         self._indptr.append(np.zeros(1, dtype=np.int64))
         self._nnz = 0
 
@@ -90,15 +115,60 @@ class DiskCodesWriter:
         self._nnz += indices.shape[0]
 
     def close(self):
-        """Finish the files and return the codes, memory-mapped."""
-        for f in (self._indptr, self._indices, self._data):
-            f.close()
+        """Finish the files, rename them into place and return the codes, memory-mapped."""
+        try:
+            for f in self._files:
+                f.close()
+            for f in self._files:
+                f.commit()
+        except BaseException:
+            self.abort()
+            raise
         return load_codes(self.path, n_atoms=self.n_atoms)
 
     def abort(self):
-        """Remove the partial files (after an error)."""
-        for f in (self._indptr, self._indices, self._data):
+        """Remove the temporary files (after an error); files already in place stay."""
+        for f in self._files:
             f.abort()
+
+
+def _input_file(X):
+    """The file ``X`` is read from (a path, a memmap or a view of one, an
+    h5py dataset), or None."""
+    if isinstance(X, (str, os.PathLike)):
+        return os.fspath(X)
+    base = X
+    while isinstance(base, np.ndarray):
+        if isinstance(base, np.memmap) and base.filename is not None:
+            return base.filename
+        base = base.base
+    if (type(X).__module__ or "").startswith("h5py"):
+        return getattr(getattr(X, "file", None), "filename", None)
+    return None
+
+
+def check_out_folder(out, X):
+    """Refuse ``out`` when it holds the file the data ``X`` are read from.
+
+    The codes' files would replace a file of the same name, and the input
+    must never change; a folder that holds the input is refused whatever
+    its name, before any encoding.
+
+    Raises
+    ------
+    ValueError
+        ``out`` is the folder of the input file.
+    """
+    out = os.fspath(out)
+    source = _input_file(X)
+    if source is None or not os.path.isdir(out):
+        return
+    folder = os.path.dirname(os.path.abspath(source))
+    if os.path.isdir(folder) and os.path.samefile(folder, out):
+        raise ValueError(
+            f"out={out!r} holds the input file {source!r}: the codes' files could replace it; "
+            "write the codes to another folder"
+        )
 
 
 def load_codes(path, n_atoms=None):

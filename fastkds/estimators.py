@@ -19,7 +19,7 @@ from ._config import effective_n_jobs, numba_threads
 from ._validation import (
     FLOAT_DTYPES, auto_n_atoms, check_clustering_params, check_nonneg_float, check_positive_int,
 )
-from .diskcodes import DiskCodesWriter
+from .diskcodes import DiskCodesWriter, check_out_folder
 from .encoding import (
     OFFSET_STEP_RATIO_WARN, PreparedDictionary, check_encoder, check_step, concatenate_csr, offset_step_ratio,
 )
@@ -675,6 +675,9 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
             ``indptr.npy``, ``indices.npy`` and ``data.npy`` (for data whose
             codes do not fit in memory). The result is then memory-mapped on
             those files; :func:`fastkds.diskcodes.load_codes` opens them later.
+            Files of an earlier result there are replaced, not overwritten:
+            arrays still mapped on them keep their values. A folder that
+            holds the input file is refused.
 
         Returns
         -------
@@ -684,6 +687,8 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         if _dask.is_dask_array(X):
             return _dask.transform_kds(self, X, out)
+        if out is not None:
+            check_out_folder(out, X)
         Y = _check_input(self, X, reset=False)
         return self._encode(Y, out=out)
 

@@ -1,0 +1,162 @@
+"""Reliability of the estimators' state and of the files they write
+(issue 22, item 1; docs/guarantees.md).
+
+- ``transform(X, out=folder)`` never writes into an existing file: an
+  earlier result still mapped keeps its values, and a folder that holds the
+  input is refused.
+"""
+
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
+
+from fastkds import KDS, KDSClustering, KDSEnsembleClustering, project_simplex, sparse_encode
+from fastkds.diskcodes import load_codes
+
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+
+FAST = dict(n_iter=10, max_epochs=3, random_state=0, n_jobs=1)
+CODE_FILES = ["data.npy", "indices.npy", "indptr.npy"]
+
+
+@pytest.fixture(scope="module")
+def Y():
+    return np.random.default_rng(0).normal(size=(200, 3))
+
+
+@pytest.fixture(scope="module")
+def Y4():
+    return np.random.default_rng(1).normal(size=(200, 4))
+
+
+@pytest.fixture(scope="module")
+def kds(Y):
+    return KDS(8, **FAST).fit(Y)
+
+
+def snapshot(estimator):
+    """The estimator's attributes as objects, and as bytes (which see in-place changes)."""
+    state = dict(vars(estimator))
+    return state, pickle.dumps(state)
+
+
+def assert_unchanged(estimator, snap):
+    """Every attribute is the very object it was, with the same contents."""
+    state, data = snap
+    assert vars(estimator).keys() == state.keys()
+    for name, value in state.items():
+        assert vars(estimator)[name] is value, name
+    assert pickle.dumps(dict(vars(estimator))) == data
+
+
+def counting_source(Y, interrupt_at=None):
+    """A callable source of the rows of ``Y`` in two chunks; it counts its
+    passes, and raises KeyboardInterrupt on pass ``interrupt_at``."""
+
+    def chunks():
+        chunks.calls += 1
+        if chunks.calls == interrupt_at:
+            raise KeyboardInterrupt
+        return iter([Y[:100], Y[100:]])
+
+    chunks.calls = 0
+    return chunks
+
+
+# -- 1. transform(X, out=folder) ------------------------------------------------
+
+
+def test_transform_out_replaces_files_and_keeps_an_earlier_mapped_result(kds, Y, tmp_path):
+    """A second result written to the same folder leaves the first, still
+    mapped, as it was: the files are replaced, not written into."""
+    folder = tmp_path / "codes"
+    first = kds.transform(Y[:60], out=folder)
+    kept = [np.array(a) for a in (first.indptr, first.indices, first.data)]
+    Y2 = Y[::-1] + 0.5
+    second = kds.transform(Y2, out=folder)
+    # the earlier arrays read only within their own (shorter) maps
+    for before, now in zip(kept, (first.indptr, first.indices, first.data)):
+        np.testing.assert_array_equal(np.asarray(now), before)
+    np.testing.assert_array_equal(second.toarray(), kds.transform(Y2).toarray())
+    np.testing.assert_array_equal(load_codes(folder, n_atoms=8).toarray(), second.toarray())
+    assert sorted(os.listdir(folder)) == CODE_FILES  # no temporary file left
+    umask = os.umask(0)
+    os.umask(umask)
+    for name in CODE_FILES:
+        assert os.stat(folder / name).st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_transform_out_never_truncates_a_mapped_file(tmp_path):
+    """The two cases that killed the process with SIGBUS: a shorter result
+    written over a mapped one, and an input named like a codes file in
+    ``out``. Run in a subprocess, so that a crash is a failure, not the end
+    of the test run."""
+    script = textwrap.dedent(
+        f"""
+        import os, numpy as np, warnings
+        warnings.simplefilter("ignore")
+        from fastkds import KDS
+        Y = np.random.default_rng(0).normal(size=(200, 3))
+        model = KDS(8, n_iter=10, max_epochs=3, random_state=0, n_jobs=1).fit(Y)
+        folder = {str(tmp_path / "codes")!r}
+        first = model.transform(Y, out=folder)
+        expected = model.transform(Y).toarray()
+        model.transform(Y[:10], out=folder)
+        assert np.array_equal(first.toarray(), expected)
+        inside = {str(tmp_path / "data")!r}
+        os.makedirs(inside)
+        path = os.path.join(inside, "data.npy")
+        np.save(path, Y)
+        try:
+            model.transform(path, out=inside)
+        except ValueError as exc:
+            assert "holds the input" in str(exc), exc
+        else:
+            raise AssertionError("out holding the input was accepted")
+        assert np.array_equal(np.load(path), Y)
+        print("fine")
+        """
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, (run.returncode, run.stderr[-2000:])
+    assert run.stdout.strip() == "fine"
+
+
+@pytest.mark.parametrize("as_memmap", [False, True])
+def test_transform_out_refuses_the_folder_of_the_input(kds, Y, tmp_path, as_memmap):
+    """``out`` holding the input file (given as a path or memory-mapped) is a
+    ValueError before any encoding; the input file and folder are untouched."""
+    path = tmp_path / "points.npy"
+    np.save(path, Y)
+    original = path.read_bytes()
+    X = np.load(path, mmap_mode="r") if as_memmap else str(path)
+    with pytest.raises(ValueError, match="holds the input"):
+        kds.transform(X, out=tmp_path)
+    assert os.listdir(tmp_path) == ["points.npy"]
+    assert path.read_bytes() == original
+    if as_memmap:  # a view of the memmap is read from the same file
+        with pytest.raises(ValueError, match="holds the input"):
+            kds.transform(np.asarray(X[:50]), out=tmp_path)
+
+
+def test_failed_transform_out_keeps_the_earlier_result(kds, Y, tmp_path):
+    """An error while the codes are written leaves the files of the earlier
+    result in place, and no temporary files."""
+    folder = tmp_path / "codes"
+    kds.transform(Y, out=folder)
+    before = {name: (folder / name).read_bytes() for name in CODE_FILES}
+    bad = Y.copy()
+    bad[150, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        kds.transform([bad[:100], bad[100:]], out=folder)  # found in the second chunk
+    assert sorted(os.listdir(folder)) == CODE_FILES
+    assert {name: (folder / name).read_bytes() for name in CODE_FILES} == before
