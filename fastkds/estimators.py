@@ -181,6 +181,22 @@ def _check_init(init, n_atoms, n_features):
     return W
 
 
+def _seeding_data(Y):
+    """``Y`` as k-means++ should see it: in float64 when, in float32, its
+    squared distances could overflow.
+
+    k-means++ sums squared distances over the points, each at most
+    ``4 max ||y||^2``; in float32 that overflows for data of scale ~1e18 and
+    the seeds are then drawn from inf and NaN (numpy only warns).
+    """
+    if Y.dtype == np.float64 or Y.shape[0] == 0:
+        return Y
+    sq_max = float(np.einsum("ij,ij->i", Y, Y, dtype=np.float64).max())
+    if 4.0 * Y.shape[0] * sq_max < float(np.finfo(Y.dtype).max):
+        return Y
+    return Y.astype(np.float64)
+
+
 def _warn_if_off_centre(W, n_iter, step, encoder):
     """Warn when, with the accelerated encoder at the paper's step, the
     initial atoms sit so far from the origin that the encoder's step is much
@@ -381,7 +397,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
             idx = np.sort(rng.choice(Y.shape[0], self.n_atoms, replace=False))
             W = Y[idx].astype(np.float64)
         else:
-            W, _ = kmeans_plusplus(Y, self.n_atoms, random_state=rng)
+            W, _ = kmeans_plusplus(_seeding_data(Y), self.n_atoms, random_state=rng)
             W = W.astype(np.float64)
         _warn_if_off_centre(W, self.n_iter, p["step"], p["encoder"])
         return W
@@ -712,15 +728,23 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         Y_hat : ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
-        if sp.issparse(X):
-            if X.shape[1] != self.n_atoms:
-                raise ValueError(f"codes have {X.shape[1]} columns, expected n_atoms={self.n_atoms}")
-            return np.asarray(X @ self.components_)
         from sklearn.utils import check_array
 
-        codes = check_array(X, dtype=FLOAT_DTYPES, input_name="X")
-        if codes.shape[1] != self.n_atoms:
-            raise ValueError(f"codes have {codes.shape[1]} columns, expected n_atoms={self.n_atoms}")
+        # NaN and inf are refused in sparse codes too (their stored values)
+        codes = check_array(X, accept_sparse="csr", dtype=FLOAT_DTYPES, input_name="X")
+        m = self.components_.shape[0]
+        if codes.shape[1] != m:
+            raise ValueError(f"codes have {codes.shape[1]} columns, expected one per fitted atom: n_atoms={m}")
+        if sp.issparse(codes):
+            # The product trusts the index arrays: a column index >= m would
+            # read out of bounds. Checked on a new array over the same
+            # buffers, as check_format may reassign the ones it checks.
+            try:
+                codes = sp.csr_array((codes.data, codes.indices, codes.indptr), shape=codes.shape, copy=False)
+                codes.check_format(full_check=True)
+            except ValueError as exc:
+                raise ValueError(f"X is not a valid sparse array of codes: its {exc}") from None
+            return np.asarray(codes @ self.components_)
         return codes @ self.components_
 
     def score(self, X, y=None):

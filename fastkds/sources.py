@@ -46,6 +46,21 @@ def _check_chunk(chunk, start, n_features, dtype):
     return chunk
 
 
+def _check_rows(n, expected, name, at_least=False):
+    """Refuse a pass over the data that does not read the rows of the first
+    (``expected``; None before a first pass has counted them).
+
+    Every pass of a fit must see the same points: arrays sized on the first
+    pass (labels, codes) would otherwise get the wrong length.
+    """
+    if expected is not None and n != expected:
+        got = f"at least {n}" if at_least else str(n)
+        raise ValueError(
+            f"{name} gave {got} rows on this pass but {expected} on the first: a source read "
+            "several times must give the same rows every time"
+        )
+
+
 class ChunkSource:
     """Rows of a data set, read chunk by chunk.
 
@@ -117,10 +132,12 @@ class SlicedSource(ChunkSource):
         if len(shape) != 2:
             raise ValueError(f"{name} must be 2-D (rows x features), got shape {shape}")
         self._data = data
+        self._name = name
         self.n_samples, self.n_features = int(shape[0]), int(shape[1])
         self.dtype = _float_dtype(data.dtype)
 
     def chunks(self, chunk_size):
+        _check_rows(int(self._data.shape[0]), self.n_samples, self._name)  # a dataset resized since
         for start, stop in iter_chunks(self.n_samples, chunk_size):
             yield start, _check_chunk(self._data[start:stop], start, self.n_features, self.dtype)
 
@@ -187,11 +204,14 @@ class IterableSource(ChunkSource):
         start = 0
         for raw in self._iterate():
             chunk = _check_chunk(raw, start, self.n_features, self.dtype)
+            if self.n_samples is not None and start + chunk.shape[0] > self.n_samples:
+                _check_rows(start + chunk.shape[0], self.n_samples, self._name, at_least=True)
             # split chunks larger than chunk_size: working memory stays bounded
             for lo in range(0, chunk.shape[0], chunk_size):
                 part = chunk[lo : lo + chunk_size]
                 yield start + lo, part
             start += chunk.shape[0]
+        _check_rows(start, self.n_samples, self._name)
         self.n_samples = start
 
 

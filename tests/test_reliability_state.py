@@ -1,9 +1,11 @@
 """Reliability of the estimators' state and of the files they write
-(issue 22, item 1; docs/guarantees.md).
+(issue 22, items 1 and 6; docs/guarantees.md).
 
 - ``transform(X, out=folder)`` never writes into an existing file: an
   earlier result still mapped keeps its values, and a folder that holds the
   input is refused.
+- A source read several times must give the same rows every pass; sparse
+  codes with NaN are refused; float32 data of huge scale are seeded safely.
 """
 
 import os
@@ -160,3 +162,55 @@ def test_failed_transform_out_keeps_the_earlier_result(kds, Y, tmp_path):
         kds.transform([bad[:100], bad[100:]], out=folder)  # found in the second chunk
     assert sorted(os.listdir(folder)) == CODE_FILES
     assert {name: (folder / name).read_bytes() for name in CODE_FILES} == before
+
+
+# -- 6. sources, codes and scale ------------------------------------------------------
+
+
+@pytest.mark.parametrize("rows", [150, 250])
+def test_source_with_other_rows_on_a_later_pass_is_refused(Y, rows):
+    """A callable source that gives fewer (or more) rows on a later pass
+    than on the first: ValueError naming the rows."""
+    Y_long = np.random.default_rng(2).normal(size=(300, 3))
+
+    def chunks():
+        chunks.calls += 1
+        n = 200 if chunks.calls <= 2 else rows
+        return iter([Y_long[:100], Y_long[100:n]])
+
+    chunks.calls = 0
+    model = KDSClustering(2, n_atoms=8, **FAST)
+    with pytest.raises(ValueError, match="rows"):
+        model.fit(chunks)
+
+
+def test_inverse_transform_refuses_bad_sparse_codes(kds, Y):
+    """Sparse codes with NaN or inf, or with a column index past the atoms:
+    ValueError, as for dense codes. The caller's codes are not modified."""
+    codes = kds.transform(Y)
+    for bad_value in (np.nan, np.inf):
+        bad = codes.copy()
+        bad.data[3] = bad_value
+        with pytest.raises(ValueError, match="NaN|infinity"):
+            kds.inverse_transform(bad)
+    outside = sp.csr_array((np.ones(2), np.array([0, 10]), np.array([0, 1, 2])), shape=(2, 8))
+    arrays = [a.copy() for a in (outside.data, outside.indices, outside.indptr)]
+    with pytest.raises(ValueError, match="not a valid sparse array of codes"):
+        kds.inverse_transform(outside)
+    for before, now in zip(arrays, (outside.data, outside.indices, outside.indptr)):
+        assert now.dtype == before.dtype
+        np.testing.assert_array_equal(now, before)
+
+
+def test_float32_data_of_huge_scale_are_seeded_without_overflow():
+    """float32 blobs scaled by 1e18: k-means++ no longer overflows (no
+    RuntimeWarning), and the clusters are found as at scale 1."""
+    rng = np.random.default_rng(3)
+    y = np.repeat([0, 1], 150)
+    X = rng.normal(size=(300, 2)) + 10.0 * y[:, None]
+    for scale in (1.0, 1e18):
+        data = (X * scale).astype(np.float32)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            labels = KDSClustering(2, n_atoms=12, **FAST).fit_predict(data)
+        assert abs(np.mean(labels == y) - 0.5) == 0.5  # all right, or all swapped
