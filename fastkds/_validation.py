@@ -71,12 +71,15 @@ def check_clustering_params(est):
         k = None
     else:
         k = check_positive_int(est.n_clusters, "n_clusters")
-    return (
-        k,
-        check_positive_int(est.n_init, "n_init"),
-        check_nonneg_float(est.min_component, "min_component"),
-        check_positive_int(est.max_clusters, "max_clusters"),
-    )
+    max_clusters = check_positive_int(est.max_clusters, "max_clusters")
+    if k is None and max_clusters < 2:
+        # the eigengap chooses among 2..max_clusters: one cluster is no clustering
+        raise ValueError(f"max_clusters must be >= 2 with n_clusters='auto', got {max_clusters}")
+    min_component = check_nonneg_float(est.min_component, "min_component")
+    if min_component >= 1:
+        # a fraction of the points: at 1 or more no component or mode could be a cluster
+        raise ValueError(f"min_component is a fraction of the points and must be < 1, got {min_component}")
+    return k, check_positive_int(est.n_init, "n_init"), min_component, max_clusters
 
 
 #: ``n_atoms="auto"`` of :class:`fastkds.KDSClustering`: about sqrt(n) atoms,

@@ -172,6 +172,8 @@ def _check_init(init, n_atoms, n_features):
             raise ValueError(f"init must be 'random', 'k-means++' or an array, got {init!r}")
         return init
     W = np.asarray(init)
+    if W.dtype.kind not in "biuf":
+        raise TypeError(f"init must be 'random', 'k-means++' or a numeric array, got an array of dtype {W.dtype}")
     if W.shape != (n_atoms, n_features):
         raise ValueError(
             f"init array has shape {W.shape}, expected (n_atoms, n_features) = ({n_atoms}, {n_features})"

@@ -1,11 +1,12 @@
 """Reliability of the estimators' state and of the files they write
-(issue 22, items 1 and 6; docs/guarantees.md).
+(issue 22, items 1, 6 and 8; docs/guarantees.md).
 
 - ``transform(X, out=folder)`` never writes into an existing file: an
   earlier result still mapped keeps its values, and a folder that holds the
   input is refused.
 - A source read several times must give the same rows every pass; sparse
   codes with NaN are refused; float32 data of huge scale are seeded safely.
+- An init array of strings and nonsensical clustering parameters are refused.
 """
 
 import os
@@ -214,3 +215,27 @@ def test_float32_data_of_huge_scale_are_seeded_without_overflow():
             warnings.simplefilter("error", RuntimeWarning)
             labels = KDSClustering(2, n_atoms=12, **FAST).fit_predict(data)
         assert abs(np.mean(labels == y) - 0.5) == 0.5  # all right, or all swapped
+
+
+# -- 8. init arrays and clustering parameters ----------------------------------------
+
+
+def test_string_init_array_is_a_clear_error(Y):
+    model = KDS(8, **FAST, init=np.full((8, 3), "a"))
+    with pytest.raises(TypeError, match="numeric array"):
+        model.fit(Y)
+
+
+@pytest.mark.parametrize("cls", [KDSClustering, KDSEnsembleClustering])
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        (dict(min_component=1.0), "min_component"),
+        (dict(min_component=2.5), "min_component"),
+        (dict(n_clusters="auto", max_clusters=1), "max_clusters"),
+    ],
+)
+def test_nonsensical_clustering_parameters_are_refused(cls, params, match, Y):
+    model = cls(**params)
+    with pytest.raises(ValueError, match=match):
+        model.fit(Y)
