@@ -298,3 +298,32 @@ def test_salinas_learning_rate_in_the_units_of_standardised_bands():
     assert spread == pytest.approx(0.052, abs=0.001)
     lr = experiments._SALINAS_TRAINING_SCALED["learning_rate"]
     assert lr == pytest.approx(experiments._SALINAS_TRAINING["learning_rate"] / spread, rel=0.05)
+
+
+def test_label_chosen_rows_report_unseen_seeds():
+    # docs/experiments.md, "Settings chosen on the labels": a row whose
+    # settings were chosen by looking at accuracy runs, by default, on seeds
+    # that choice did not see, and its printed note says which seeds it saw.
+    exps = experiments.experiments() + [experiments.circles_grid()]
+    chosen = [e for e in exps if e.chosen]
+    assert {getattr(e, "name", "circles") for e in chosen} == set(NAMES)
+    for e in chosen:
+        seeds = experiments._seed_range(e)
+        assert not set(seeds) & set(e.chosen_on), e
+        assert experiments.chosen_note(e, seeds).endswith("on seeds it did not see")
+    salinas = {e.name: e for e in exps if e.chosen and hasattr(e, "name")}["salinas-lr"]
+    assert list(experiments._seed_range(salinas)) == list(range(40, 80))
+    # the tuning seeds, asked for on the command line, are flagged as such
+    note = experiments.chosen_note(salinas, experiments._seed_range(salinas, 10, 0))
+    assert "seeds it saw (10 of 10), so they overstate" in note
+
+
+def test_first_seed_option():
+    out = io.StringIO()
+    rows, _ = run(_args(["--quick", "--only", "moons", "--seeds", "2", "--first-seed", "7", "--no-baselines"]),
+                  out=out)
+    assert rows[0].seeds == [7, 8]
+    assert "moons seed 7:" in out.getvalue() and "moons seed 0:" not in out.getvalue()
+    assert re.search(r"\| noisy moons \| 300 \| 2 \| 2 \| 12 \| 15 \| 5 \| [0-9.]+ \| [0-9.]+ \| 7-8 \|", out.getvalue())
+    with pytest.raises(ValueError, match="--first-seed"):
+        run(_args(["--quick", "--first-seed", "-1"]), out=io.StringIO())
