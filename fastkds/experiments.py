@@ -698,8 +698,12 @@ def run(args, out=None):
         run_circles(grid, log=log)
     log("")
     log(format_table(rows, grid))
-    notes = [f"- {r.exp.title}: {r.exp.note}" for r in rows if r.exp.note]
-    notes += [f"- {r.exp.title}: {chosen_note(r.exp, r.seeds)}" for r in rows if r.exp.chosen and r.seeds]
+    # each row's note, then (next to it) what was chosen on the labels
+    notes = [
+        f"- {r.exp.title}: " + ". ".join(t for t in (r.exp.note, chosen_note(r.exp, r.seeds)) if t)
+        for r in rows
+        if r.exp.note or (r.exp.chosen and r.seeds)
+    ]
     if grid is not None and grid.chosen:
         notes.append(f"- circles: {chosen_note(grid, _seed_range(grid))}")
     if notes:
