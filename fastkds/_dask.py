@@ -43,7 +43,7 @@ import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from ._config import numba_threads
-from ._validation import check_clustering_params
+from ._validation import check_clustering_params, check_n_jobs
 from .solvers import SufficientStatistics, run_epoch
 from .spectral import BipartiteSpectrum, kmeans_labels, normalize_rows
 
@@ -238,7 +238,7 @@ def score_block(model, Y, row_start, threads):
     """Statistics (objective sum and count) of one block under a fitted KDS."""
     model = _with_threads(model, threads)
     Y = _check_block(Y, row_start, Y.dtype)
-    stats = SufficientStatistics(model.n_atoms, Y.shape[1])
+    stats = SufficientStatistics(model.components_.shape[0], Y.shape[1])
     model._run(Y, stats)
     return stats
 
@@ -372,15 +372,18 @@ def _gather_rows(Y, idx):
 
 def fit_kds(est, X):
     """:meth:`KDS.fit` on a Dask array (the in-memory fit's steps, see the
-    module docstring). Sets the fitted attributes of ``est`` and returns it."""
+    module docstring). Sets the fitted attributes of ``est``, once the fit
+    has succeeded, and returns it."""
+    from .estimators import _commit_fit
+
     Y = check_dask_array(X)
     _check_device(est)
-    est.n_features_in_ = Y.shape[1]
-    est.__dict__.pop("feature_names_in_", None)
-    return _fit_kds_validated(est, Y)
+    _commit_fit(est, {**_fit_kds_validated(est, Y), "n_features_in_": Y.shape[1]})
+    return est
 
 
 def _fit_kds_validated(est, Y):
+    """The fitted attributes of ``est`` on validated ``Y``, not yet set."""
     p = est._validated_params()
     if p.get("solver", "exact") != "exact":
         raise ValueError(
@@ -394,8 +397,7 @@ def _fit_kds_validated(est, Y):
             "KDS needs at least as many points as atoms"
         )
     rng = check_random_state(est.random_state)
-    est.__dict__.pop("_stream_state", None)
-    threads = thread_plan(est.n_jobs)
+    threads = thread_plan(p["n_jobs"])
     backend = DaskBackend(threads)
     # The epochs read every block many times: keep them in the workers' memory.
     # Unfused, so the user's annotations (retries=...) stay on the tasks.
@@ -440,6 +442,8 @@ def fit_clustering(est, X):
     import dask.array as da
     from dask import delayed
 
+    from .estimators import _commit_fit
+
     k, n_init, min_component, max_clusters = check_clustering_params(est)
     Y = check_dask_array(X)
     _check_device(est)
@@ -448,12 +452,11 @@ def fit_clustering(est, X):
     timings = {}
     t0 = time.perf_counter()
     Y = Y.persist(optimize_graph=False)
-    _fit_kds_validated(kds, Y)
-    kds.n_features_in_ = Y.shape[1]
+    _commit_fit(kds, {**_fit_kds_validated(kds, Y), "n_features_in_": Y.shape[1]})
     timings["dictionary"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    threads = thread_plan(est.n_jobs)
+    threads = thread_plan(check_n_jobs(est.n_jobs))
     model = _as_key(_lean_model(kds), "fastkds-model")
     pairs = [
         delayed(encode_block_with_statistics, pure=False)(model, blk, start, threads)
@@ -486,17 +489,18 @@ def fit_clustering(est, X):
     )
     timings["kmeans"] = time.perf_counter() - t0
 
-    est.n_features_in_ = Y.shape[1]
-    est.__dict__.pop("feature_names_in_", None)
-    est.labels_ = da.from_array(labels, chunks=(Y.chunks[0],))
-    est.kds_ = kds
-    est.kmeans_ = kmeans
-    est.spectrum_ = spectrum
-    est.components_ = kds.components_
-    est.embedding_ = da.from_array(embedding, chunks=(Y.chunks[0], n_cols))
-    est.eigenvalues_ = spectrum.eigenvalues
-    est.n_clusters_ = n_clusters
-    est.timings_ = timings
+    _commit_fit(est, {
+        "n_features_in_": Y.shape[1],
+        "labels_": da.from_array(labels, chunks=(Y.chunks[0],)),
+        "kds_": kds,
+        "kmeans_": kmeans,
+        "spectrum_": spectrum,
+        "components_": kds.components_,
+        "embedding_": da.from_array(embedding, chunks=(Y.chunks[0], n_cols)),
+        "eigenvalues_": spectrum.eigenvalues,
+        "n_clusters_": n_clusters,
+        "timings_": timings,
+    })
     return est
 
 
@@ -513,13 +517,14 @@ def transform_kds(est, X, out=None):
             "dask array already (store its blocks with dask, e.g. to_delayed())"
         )
     Y = check_dask_array(X, est.n_features_in_, est)
+    threads = thread_plan(est._encoding_params()["n_jobs"])  # checked here, not in the first task
+    m = est.components_.shape[0]
     model = _as_key(_lean_model(est), "fastkds-model")
-    threads = thread_plan(est.n_jobs)
-    meta = sp.csr_array((0, est.n_atoms), dtype=Y.dtype)
+    meta = sp.csr_array((0, m), dtype=Y.dtype)
     blocks = [
         da.from_delayed(
             delayed(encode_block, pure=False)(model, blk, start, threads),
-            shape=(rows, est.n_atoms),
+            shape=(rows, m),
             dtype=Y.dtype,
             meta=meta,
         )
@@ -533,8 +538,8 @@ def score_kds(est, X):
     from dask import delayed
 
     Y = check_dask_array(X, est.n_features_in_, est)
+    threads = thread_plan(est._encoding_params()["n_jobs"])
     model = _as_key(_lean_model(est), "fastkds-model")
-    threads = thread_plan(est.n_jobs)
     parts = [delayed(score_block, pure=False)(model, blk, start, threads) for blk, start, _ in _blocks(Y)]
     return -tree_merge(parts).compute().mean_objective
 
@@ -545,7 +550,7 @@ def _map_model(est, X, func, n_cols, dtype):
 
     Y = check_dask_array(X, est.n_features_in_, est)
     model = _as_key(_lean_model(est), "fastkds-model")
-    threads = thread_plan(est.n_jobs)
+    threads = thread_plan(check_n_jobs(est.n_jobs))
     blocks = [
         da.from_delayed(
             delayed(func, pure=False)(model, blk, threads),

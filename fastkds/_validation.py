@@ -5,6 +5,8 @@ import numbers
 import numpy as np
 from sklearn.utils import check_array
 
+from ._config import effective_n_jobs
+
 FLOAT_DTYPES = (np.float64, np.float32)
 
 
@@ -51,6 +53,20 @@ def check_nonneg_float(value, name):
     if not np.isfinite(value) or value < 0:
         raise ValueError(f"{name} must be finite and >= 0, got {value}")
     return value
+
+
+def check_n_jobs(n_jobs):
+    """``n_jobs`` as None or a Python int, or a clear TypeError/ValueError.
+
+    NumPy integers are accepted, as for every integer parameter.
+    """
+    if n_jobs is None:
+        return None
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
+        raise TypeError(f"n_jobs must be an int or None, got {type(n_jobs).__name__} {n_jobs!r}")
+    n_jobs = int(n_jobs)
+    effective_n_jobs(n_jobs)  # the range rule lives there
+    return n_jobs
 
 
 def check_clustering_params(est):

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 from . import _active_set, _kernels
 from ._config import numba_threads
-from ._validation import check_data, check_dictionary, check_nonneg_float, check_positive_int
+from ._validation import check_data, check_dictionary, check_n_jobs, check_nonneg_float, check_positive_int
 
 
 def typed_constants(m, dtype):
@@ -51,7 +51,7 @@ def project_simplex(V, *, method="michelot", n_jobs=None):
     one_d = V.ndim == 1
     V2 = check_data(V.reshape(1, -1) if one_d else V, name="V", min_samples=1)
     out = np.empty_like(V2)
-    with numba_threads(n_jobs):
+    with numba_threads(check_n_jobs(n_jobs)):
         _kernels.project_simplex_rows(
             V2, out, typed_constants(V2.shape[1], V2.dtype), method == "sorted"
         )
@@ -395,6 +395,7 @@ def sparse_encode(
     n_iter = check_positive_int(n_iter, "n_iter")
     step = check_step(step)
     encoder = check_encoder(encoder)
+    n_jobs = check_n_jobs(n_jobs)
     from ._backends import get_backend
 
     backend = get_backend(device, encoder)

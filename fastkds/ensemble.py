@@ -26,8 +26,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _dask
 from ._config import effective_n_jobs
-from ._validation import check_clustering_params, check_positive_int
-from .estimators import KDS, _check_input, _SaveMixin
+from ._validation import check_clustering_params, check_n_jobs, check_positive_int
+from .estimators import KDS, _check_fit_input, _check_input, _commit_fit, _SaveMixin
 from .sources import ChunkSource
 from .spectral import BipartiteSpectrum, kmeans_labels, normalize_rows
 
@@ -44,7 +44,7 @@ def _fit_dictionary(kds, Y, threads=None):
     the list is empty.
     """
     if threads is None:
-        kds._fit_validated(Y)
+        fitted = kds._fit_validated(Y)
         caught = []
     else:
         n_jobs = kds.n_jobs
@@ -53,11 +53,11 @@ def _fit_dictionary(kds, Y, threads=None):
         try:
             with warnings.catch_warnings(record=True) as records:
                 warnings.simplefilter("always")
-                kds._fit_validated(Y)
+                fitted = kds._fit_validated(Y)
         finally:
             kds.n_jobs = n_jobs
         caught = [(str(w.message), w.category) for w in records]
-    kds.n_features_in_ = Y.shape[1]
+    _commit_fit(kds, {**fitted, "n_features_in_": Y.shape[1]})
     return kds, caught
 
 
@@ -157,10 +157,12 @@ class KDSEnsembleClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEsti
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    def _joint_codes(self, Y):
-        """Codes of validated ``Y`` in every dictionary, side by side, scaled by 1/r."""
-        joint = sp.hstack([kds._encode(Y) for kds in self.estimators_], format="csr")
-        joint.data *= 1.0 / len(self.estimators_)  # in place: the codes are the largest object
+    def _joint_codes(self, Y, estimators=None):
+        """Codes of validated ``Y`` in every dictionary (``estimators_`` by
+        default), side by side, scaled by 1/r."""
+        estimators = self.estimators_ if estimators is None else estimators
+        joint = sp.hstack([kds._encode(Y) for kds in estimators], format="csr")
+        joint.data *= 1.0 / len(estimators)  # in place: the codes are the largest object
         return joint
 
     def fit(self, X, y=None):
@@ -187,38 +189,46 @@ class KDSEnsembleClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEsti
         if self.estimator is not None and not isinstance(self.estimator, KDS):
             raise TypeError(f"estimator must be a fastkds.KDS or None, got {type(self.estimator).__name__}")
         n_estimators = check_positive_int(self.n_estimators, "n_estimators")
-        Y = _check_input(self, X, reset=True, passes=2)
+        n_jobs = check_n_jobs(self.n_jobs)
+        Y, fitted = _check_fit_input(self, X)
         rng = check_random_state(self.random_state)
         base = KDS() if self.estimator is None else self.estimator
         seeds = [rng.randint(np.iinfo(np.int32).max) for _ in range(n_estimators)]
         clones = [clone(base).set_params(random_state=seed) for seed in seeds]
-        n_workers = 1 if self.n_jobs is None else min(n_estimators, effective_n_jobs(self.n_jobs))
+        n_workers = 1 if n_jobs is None else min(n_estimators, effective_n_jobs(n_jobs))
         if n_workers == 1 or isinstance(Y, ChunkSource):
-            fitted = [_fit_dictionary(kds, Y) for kds in clones]
+            results = [_fit_dictionary(kds, Y) for kds in clones]
         else:
             threads = max(1, effective_n_jobs(None) // n_workers)
-            fitted = Parallel(n_jobs=n_workers, backend="loky")(
+            results = Parallel(n_jobs=n_workers, backend="loky")(
                 delayed(_fit_dictionary)(kds, Y, threads) for kds in clones
             )
-        self.estimators_ = [kds for kds, _ in fitted]
-        for message, category in (w for _, caught in fitted for w in caught):
+        estimators = [kds for kds, _ in results]
+        for message, category in (w for _, caught in results for w in caught):
             warnings.warn(message, category, stacklevel=2)
-        self.components_ = np.vstack([kds.components_ for kds in self.estimators_])
+        components = np.vstack([kds.components_ for kds in estimators])
 
-        codes = self._joint_codes(Y)
+        codes = self._joint_codes(Y, estimators)
         XtX = (codes.T @ codes).toarray()
         s = np.asarray(codes.sum(axis=0)).ravel()
-        spectrum = BipartiteSpectrum(XtX, s, min_component=min_component, atoms=self.components_)
+        spectrum = BipartiteSpectrum(XtX, s, min_component=min_component, atoms=components)
         n_clusters = spectrum.eigengap(max_clusters) if k is None else k
         embedding = normalize_rows(spectrum.embed(codes, n_clusters), copy=False)
         del codes
-        self.kmeans_, self.labels_ = kmeans_labels(
+        kmeans, labels = kmeans_labels(
             embedding, n_clusters, n_init=n_init, random_state=rng.randint(np.iinfo(np.int32).max)
         )
-        self.spectrum_ = spectrum
-        self.embedding_ = embedding
-        self.eigenvalues_ = spectrum.eigenvalues
-        self.n_clusters_ = n_clusters
+        fitted.update(
+            estimators_=estimators,
+            components_=components,
+            kmeans_=kmeans,
+            labels_=labels,
+            spectrum_=spectrum,
+            embedding_=embedding,
+            eigenvalues_=spectrum.eigenvalues,
+            n_clusters_=n_clusters,
+        )
+        _commit_fit(self, fitted)
         return self
 
     def transform(self, X):

@@ -1,6 +1,7 @@
 """scikit-learn estimators: :class:`KDS` (dictionary + sparse simplex codes)
 and :class:`KDSClustering` (spectral clustering on the code graph)."""
 
+import copy
 import numbers
 import time
 import warnings
@@ -15,9 +16,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._backends import get_backend
 from . import _dask
-from ._config import effective_n_jobs, numba_threads
+from ._config import numba_threads
 from ._validation import (
-    FLOAT_DTYPES, auto_n_atoms, check_clustering_params, check_nonneg_float, check_positive_int,
+    FLOAT_DTYPES, auto_n_atoms, check_clustering_params, check_n_jobs, check_nonneg_float, check_positive_int,
 )
 from .diskcodes import DiskCodesWriter, check_out_folder
 from .encoding import (
@@ -133,7 +134,9 @@ _KDS_PARAMS_DOC = """
 def _check_input(estimator, X, *, reset, passes=1):
     """``X`` validated: an in-memory array, or a :class:`ChunkSource` for data
     read chunk by chunk (``.npy`` path, memmap, h5py/zarr dataset, iterable
-    of chunks). ``passes > 1`` requires a source that can be read again."""
+    of chunks). ``passes > 1`` requires a source that can be read again.
+    ``reset=True`` sets ``n_features_in_`` (and ``feature_names_in_``) on
+    ``estimator``: a fit calls it through :func:`_check_fit_input`."""
     if not is_chunked_input(X):
         return validate_data(estimator, X, dtype=FLOAT_DTYPES, order="C", reset=reset)
     source = as_source(X)
@@ -154,6 +157,50 @@ def _check_input(estimator, X, *, reset, passes=1):
     if passes > 1:
         source.count()
     return source
+
+
+#: Fitted state that is not named like a fitted attribute (``name_``).
+_PRIVATE_FITTED = ("_stream_state",)
+
+
+def _is_fitted_attribute(name):
+    return (name.endswith("_") and not name.startswith("__")) or name in _PRIVATE_FITTED
+
+
+def _check_fit_input(estimator, X, *, passes=2, chunked=True):
+    """``X`` validated for a fit, and the feature attributes the fit will set.
+
+    ``chunked=False`` accepts in-memory arrays only (``partial_fit``).
+    Validation runs on a shallow copy of ``estimator``, which is left as it
+    was: a fit that fails later must not have changed ``n_features_in_``.
+
+    Returns
+    -------
+    Y : ndarray or ChunkSource
+    features : dict
+        ``n_features_in_``, and ``feature_names_in_`` for a DataFrame.
+    """
+    probe = copy.copy(estimator)
+    if chunked:
+        Y = _check_input(probe, X, reset=True, passes=passes)
+    else:
+        Y = validate_data(probe, X, dtype=FLOAT_DTYPES, order="C", reset=True)
+    names = ("n_features_in_", "feature_names_in_")
+    return Y, {name: vars(probe)[name] for name in names if name in vars(probe)}
+
+
+def _commit_fit(estimator, fitted):
+    """Replace the fitted state of ``estimator`` by ``fitted`` (name -> value).
+
+    A fit computes into locals and calls this last, so an error or a
+    ``KeyboardInterrupt`` before it leaves the estimator as it was.
+    Attributes of an earlier fit that ``fitted`` lacks (``feature_names_in_``,
+    ``_stream_state``) are dropped; parameters and other state are kept. The
+    new ``__dict__`` is assigned in one step, never half updated.
+    """
+    state = {name: value for name, value in vars(estimator).items() if not _is_fitted_attribute(name)}
+    state.update(fitted)
+    estimator.__dict__ = state
 
 
 def _take_rows(Y, indices):
@@ -219,24 +266,21 @@ def _warn_if_off_centre(W, n_iter, step, encoder):
         )
 
 
+def _check_bool(est, name):
+    value = getattr(est, name)
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {value!r}")
+    return bool(value)
+
+
 def _check_solver_params(est):
-    """The solver and the unrolled solver's parameters, validated."""
-    if not isinstance(est.solver, str) or est.solver not in ("exact", "unrolled"):
-        raise ValueError(f"solver must be 'exact' or 'unrolled', got {est.solver!r}")
-    for name in ("shuffle", "train_step", "freeze_step"):
-        if not isinstance(getattr(est, name), (bool, np.bool_)):
-            raise TypeError(f"{name} must be a bool, got {getattr(est, name)!r}")
+    """The unrolled solver's training parameters, validated."""
     p = {
-        "solver": est.solver,
         "learning_rate": check_nonneg_float(est.learning_rate, "learning_rate"),
         "batch_size": check_positive_int(est.batch_size, "batch_size"),
         "clip_norm": check_nonneg_float(est.clip_norm, "clip_norm"),
-        "shuffle": bool(est.shuffle),
-        "train_step": bool(est.train_step),
-        "freeze_step": bool(est.freeze_step),
+        "shuffle": _check_bool(est, "shuffle"),
     }
-    if p["freeze_step"] and p["train_step"]:
-        raise ValueError("freeze_step=True holds the step fixed; it excludes train_step=True")
     for name in ("learning_rate", "clip_norm"):
         if p[name] == 0:
             raise ValueError(f"{name} must be > 0, got {p[name]}")
@@ -365,43 +409,64 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
 
     # -- helpers -----------------------------------------------------------
 
-    def _validated_params(self):
+    def _encoding_params(self):
+        """The parameters an encoding pass reads, validated.
+
+        ``transform``, ``score`` and every fit call it, not only ``fit``:
+        ``set_params`` may change them on a fitted model. The number of
+        atoms is not among them: encoding takes it from ``components_``.
+        """
+        if not isinstance(self.solver, str) or self.solver not in ("exact", "unrolled"):
+            raise ValueError(f"solver must be 'exact' or 'unrolled', got {self.solver!r}")
         p = {
-            "n_atoms": check_positive_int(self.n_atoms, "n_atoms"),
             "lam": check_nonneg_float(self.lam, "lam"),
             "n_iter": check_positive_int(self.n_iter, "n_iter"),
-            "max_epochs": check_positive_int(self.max_epochs, "max_epochs"),
-            "tol": check_nonneg_float(self.tol, "tol"),
             "step": check_step(self.step),
             "encoder": check_encoder(self.encoder),
+            "chunk_size": None if self.chunk_size is None else check_positive_int(self.chunk_size, "chunk_size"),
+            "n_jobs": check_n_jobs(self.n_jobs),
+            "solver": self.solver,
+            "train_step": _check_bool(self, "train_step"),
+            "freeze_step": _check_bool(self, "freeze_step"),
         }
-        if self.solver == "unrolled":  # it trains the paper's encoder, step included
+        if p["freeze_step"] and p["train_step"]:
+            raise ValueError("freeze_step=True holds the step fixed; it excludes train_step=True")
+        if p["solver"] == "unrolled":  # it trains the paper's encoder, step included
             p["step"] = "paper"
             p["encoder"] = "apg"
-        if self.chunk_size is not None:
-            check_positive_int(self.chunk_size, "chunk_size")
-        effective_n_jobs(self.n_jobs)
+        return p
+
+    def _validated_params(self):
+        """All the parameters a fit reads, validated."""
+        p = self._encoding_params()
+        p.update(
+            n_atoms=check_positive_int(self.n_atoms, "n_atoms"),
+            max_epochs=check_positive_int(self.max_epochs, "max_epochs"),
+            tol=check_nonneg_float(self.tol, "tol"),
+        )
         if isinstance(self.verbose, bool) or not isinstance(self.verbose, numbers.Integral):
             raise TypeError(f"verbose must be an int, got {self.verbose!r}")
         p.update(_check_solver_params(self))
         return p
 
-    def _chunk_size(self, backend, n_features):
-        if self.chunk_size is not None:
-            return self.chunk_size
-        return backend.chunk_size(n_features, self.n_atoms, 8)
+    @staticmethod
+    def _chunk_size(backend, p, n_features, n_atoms):
+        if p["chunk_size"] is not None:
+            return p["chunk_size"]
+        return backend.chunk_size(n_features, n_atoms, 8)
 
     def _initial_dictionary(self, Y, rng, p):
-        init = _check_init(self.init, self.n_atoms, Y.shape[1])
+        m = p["n_atoms"]
+        init = _check_init(self.init, m, Y.shape[1])
         if isinstance(init, np.ndarray):
             W = init.astype(np.float64)
         elif init == "random":
-            idx = np.sort(rng.choice(Y.shape[0], self.n_atoms, replace=False))
+            idx = np.sort(rng.choice(Y.shape[0], m, replace=False))
             W = Y[idx].astype(np.float64)
         else:
-            W, _ = kmeans_plusplus(_seeding_data(Y), self.n_atoms, random_state=rng)
+            W, _ = kmeans_plusplus(_seeding_data(Y), m, random_state=rng)
             W = W.astype(np.float64)
-        _warn_if_off_centre(W, self.n_iter, p["step"], p["encoder"])
+        _warn_if_off_centre(W, p["n_iter"], p["step"], p["encoder"])
         return W
 
     def _presample_size(self, n):
@@ -445,21 +510,24 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
 
     def _run(self, Y, stats=None, codes_out=None):
         """One encoding pass over validated ``Y`` with the learned dictionary."""
-        p = self._validated_params()
+        p = self._encoding_params()
+        W = self.components_
         backend = get_backend(self.device, p["encoder"])
-        prepared = backend.prepare(self.components_, self.lam, self.n_iter, Y.dtype, p["step"], p["encoder"])
-        if self.solver == "unrolled" and (self.train_step or self.freeze_step):  # not 1/sigma_max^2
+        prepared = backend.prepare(W, p["lam"], p["n_iter"], Y.dtype, p["step"], p["encoder"])
+        if p["solver"] == "unrolled" and (p["train_step"] or p["freeze_step"]):  # not 1/sigma_max^2
             prepared.alpha_value = float(self.step_)
             prepared.alpha = prepared.dtype.type(self.step_)
-        with numba_threads(self.n_jobs):
-            backend.run_epoch(Y, prepared, self._chunk_size(backend, Y.shape[1]), stats, codes_out=codes_out)
+        chunk_size = self._chunk_size(backend, p, Y.shape[1], W.shape[0])
+        with numba_threads(p["n_jobs"]):
+            backend.run_epoch(Y, prepared, chunk_size, stats, codes_out=codes_out)
 
     def _fit_unrolled(self, Y, p, rng):
-        """The unrolled solver's fit (see :mod:`fastkds.unrolled`)."""
+        """The unrolled solver's fit (see :mod:`fastkds.unrolled`); returns
+        the fitted attributes."""
         W = self._initial_dictionary(Y, rng, p)
         bar, progress = self._progress_bar(f"KDS unrolled epochs (n={Y.shape[0]:,})", p["max_epochs"])
         try:
-            with numba_threads(self.n_jobs):
+            with numba_threads(p["n_jobs"]):
                 trainer, history = fit_unrolled(
                     Y, W, lam=p["lam"], n_iter=p["n_iter"], max_epochs=p["max_epochs"],
                     batch_size=p["batch_size"], learning_rate=p["learning_rate"], clip_norm=p["clip_norm"],
@@ -469,15 +537,21 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         finally:
             if bar is not None:
                 bar.close()
-        self._stream_state = {"solver": "unrolled", "rng": rng, "trainer": trainer}
-        self.components_ = trainer.W.astype(Y.dtype)
-        self.step_ = trainer.step
-        self.n_iter_ = p["max_epochs"]
-        self.objective_ = np.asarray(history)
-        return self
+        return {
+            "_stream_state": {"solver": "unrolled", "rng": rng, "trainer": trainer},
+            "components_": trainer.W.astype(Y.dtype),
+            "step_": trainer.step,
+            "n_iter_": p["max_epochs"],
+            "objective_": np.asarray(history),
+        }
 
     def _fit_validated(self, Y):
-        """Fit on data already checked by ``validate_data``."""
+        """Fit on data already checked by :func:`_check_fit_input`.
+
+        Returns the fitted attributes (name -> value) for
+        :func:`_commit_fit`, without setting any: a fit that fails leaves
+        the estimator as it was.
+        """
         p = self._validated_params()
         n, d = Y.shape
         if n < p["n_atoms"]:
@@ -487,7 +561,6 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
             )
         backend = get_backend(self.device, p["encoder"])
         rng = check_random_state(self.random_state)
-        self.__dict__.pop("_stream_state", None)  # a fit starts the stream afresh
         if p["solver"] == "unrolled":
             if isinstance(Y, ChunkSource):
                 if n * d * Y.dtype.itemsize > _LOAD_WHOLE_BYTES:
@@ -522,12 +595,13 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
 
     def _fit_stages(self, stages, W, p, rng, dtype):
         """Alternating minimisation through the warm-start stages, each a
-        ``(label, data, backend)``, then the fitted attributes."""
+        ``(label, data, backend)``; returns the fitted attributes (no
+        ``_stream_state``: a later ``partial_fit`` starts a fresh stream)."""
         converged, epochs, history = False, 0, []
         for label, data, backend in stages:
             bar, progress = self._progress_bar(f"KDS epochs ({label}, n={data.shape[0]:,})", p["max_epochs"])
             try:
-                with numba_threads(self.n_jobs):
+                with numba_threads(p["n_jobs"]):
                     W, history, epochs, converged = fit_alternating(
                         data,
                         W,
@@ -537,7 +611,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
                         tol=p["tol"],
                         step=p["step"],
                         encoder=p["encoder"],
-                        chunk_size=self._chunk_size(backend, data.shape[1]),
+                        chunk_size=self._chunk_size(backend, p, data.shape[1], p["n_atoms"]),
                         random_state=rng,
                         backend=backend,
                         progress=progress,
@@ -551,11 +625,12 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
                 f"(tol={p['tol']}); increase max_epochs or tol",
                 ConvergenceWarning,
             )
-        self.components_ = W.astype(dtype)
-        self.step_ = PreparedDictionary(W, p["lam"], 1, np.float64, p["step"]).alpha_value
-        self.n_iter_ = epochs
-        self.objective_ = np.asarray(history)
-        return self
+        return {
+            "components_": W.astype(dtype),
+            "step_": PreparedDictionary(W, p["lam"], 1, np.float64, p["step"]).alpha_value,
+            "n_iter_": epochs,
+            "objective_": np.asarray(history),
+        }
 
     def partial_fit(self, X, y=None):
         """Update the dictionary with one chunk of a stream of data.
@@ -589,12 +664,19 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         self : KDS
         """
         first = not hasattr(self, "components_")
-        Y = validate_data(self, X, dtype=FLOAT_DTYPES, order="C", reset=first)
+        if first:
+            Y, fitted = _check_fit_input(self, X, chunked=False)
+        else:
+            Y, fitted = validate_data(self, X, dtype=FLOAT_DTYPES, order="C", reset=False), {}
         p = self._validated_params()
         state = None if first else getattr(self, "_stream_state", None)
         if state is not None and state["solver"] != p["solver"]:
             state = None
-        if state is None:
+        if state is not None:
+            # the step updates the running sums (or Adam's state) in place:
+            # work on a copy, so that a failed call leaves the model as it was
+            state = copy.deepcopy(state)
+        else:
             rng = check_random_state(self.random_state)
             if first:
                 if Y.shape[0] < p["n_atoms"]:
@@ -615,9 +697,10 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
                     learning_rate=p["learning_rate"], clip_norm=p["clip_norm"], theta=theta, fixed_step=fixed,
                 )
             else:
-                state["running"] = RunningStatistics(p["n_atoms"], Y.shape[1])
+                # a fitted model continues with its own atoms, whatever n_atoms says now
+                state["running"] = RunningStatistics(W.shape[0], Y.shape[1])
                 state["W"] = W
-        with numba_threads(self.n_jobs):
+        with numba_threads(p["n_jobs"]):
             if p["solver"] == "unrolled":
                 trainer = state["trainer"]
                 F = trainer.epoch(Y, p["batch_size"], state["rng"] if p["shuffle"] else None)
@@ -628,16 +711,22 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
                 W, F, _ = online_step(
                     Y, state["W"], state["running"], lam=p["lam"], n_iter=p["n_iter"], step=p["step"],
                     encoder=p["encoder"],
-                    chunk_size=self._chunk_size(backend, Y.shape[1]), backend=backend,
+                    chunk_size=self._chunk_size(backend, p, Y.shape[1], state["W"].shape[0]), backend=backend,
                     random_state=state["rng"],
                 )
                 state["W"] = W
                 step = PreparedDictionary(W, p["lam"], 1, np.float64, p["step"]).alpha_value
-        self._stream_state = state
-        self.components_ = W.astype(Y.dtype)
-        self.step_ = step
-        self.n_iter_ = 1 if first else self.n_iter_ + 1
-        self.objective_ = np.append(np.asarray([] if first else self.objective_, dtype=np.float64), F)
+        fitted.update(
+            _stream_state=state,
+            components_=W.astype(Y.dtype),
+            step_=step,
+            n_iter_=1 if first else self.n_iter_ + 1,
+            objective_=np.append(np.asarray([] if first else self.objective_, dtype=np.float64), F),
+        )
+        if first:
+            _commit_fit(self, fitted)
+        else:
+            vars(self).update(fitted)  # one step; the feature attributes stay
         return self
 
     def _encode(self, Y, *, statistics=False, out=None):
@@ -646,15 +735,16 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         With ``out`` (a folder) the codes are written there chunk by chunk
         and come back memory-mapped (see :mod:`fastkds.diskcodes`).
         """
-        stats = SufficientStatistics(self.n_atoms, Y.shape[1])
-        parts = [] if out is None else DiskCodesWriter(out, self.n_atoms, Y.dtype)
+        m = self.components_.shape[0]  # not n_atoms, which set_params may have changed
+        stats = SufficientStatistics(m, Y.shape[1])
+        parts = [] if out is None else DiskCodesWriter(out, m, Y.dtype)
         try:
             self._run(Y, stats if statistics else None, codes_out=parts)
         except BaseException:
             if out is not None:
                 parts.abort()
             raise
-        codes = concatenate_csr(parts, self.n_atoms, Y.dtype) if out is None else parts.close()
+        codes = concatenate_csr(parts, m, Y.dtype) if out is None else parts.close()
         return (codes, stats) if statistics else codes
 
     # -- public API ----------------------------------------------------------
@@ -678,8 +768,10 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         """
         if _dask.is_dask_array(X):
             return _dask.fit_kds(self, X)
-        Y = _check_input(self, X, reset=True, passes=2)
-        return self._fit_validated(Y)
+        Y, fitted = _check_fit_input(self, X)
+        fitted.update(self._fit_validated(Y))
+        _commit_fit(self, fitted)
+        return self
 
     def transform(self, X, out=None):
         """Sparse simplex codes of ``X`` in the learned dictionary.
@@ -714,8 +806,14 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         """Fit, then return the codes of ``X`` (see :meth:`transform`)."""
         if _dask.is_dask_array(X):
             return _dask.fit_kds(self, X).transform(X)
-        Y = _check_input(self, X, reset=True, passes=2)
-        return self._fit_validated(Y)._encode(Y)
+        Y, fitted = _check_fit_input(self, X)
+        fitted.update(self._fit_validated(Y))
+        # encoded by a fitted copy: the model changes only once the codes are made
+        model = copy.copy(self)
+        _commit_fit(model, fitted)
+        codes = model._encode(Y)
+        _commit_fit(self, fitted)
+        return codes
 
     def inverse_transform(self, X):
         """Reconstruct points ``X W`` from codes.
@@ -758,7 +856,7 @@ class KDS(_SaveMixin, TransformerMixin, BaseEstimator):
         if _dask.is_dask_array(X):
             return _dask.score_kds(self, X)
         Y = _check_input(self, X, reset=False)
-        stats = SufficientStatistics(self.n_atoms, Y.shape[1])
+        stats = SufficientStatistics(self.components_.shape[0], Y.shape[1])
         self._run(Y, stats)
         return -stats.mean_objective
 
@@ -922,13 +1020,12 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         if _dask.is_dask_array(X):
             return _dask.fit_clustering(self, X)
         k, n_init, min_component, max_clusters = check_clustering_params(self)
-        Y = _check_input(self, X, reset=True, passes=2)
+        Y, fitted = _check_fit_input(self, X)
         rng = check_random_state(self.random_state)
         kds = self._inner_kds(rng, Y.shape[0], k)
         timings = {}
         t0 = time.perf_counter()
-        kds._fit_validated(Y)
-        kds.n_features_in_ = Y.shape[1]
+        _commit_fit(kds, {**kds._fit_validated(Y), "n_features_in_": Y.shape[1]})
         timings["dictionary"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -945,19 +1042,23 @@ class KDSClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
         timings["embed"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        kmeans, self.labels_ = kmeans_labels(
+        kmeans, labels = kmeans_labels(
             embedding, n_clusters, n_init=n_init, random_state=rng.randint(np.iinfo(np.int32).max)
         )
         timings["kmeans"] = time.perf_counter() - t0
 
-        self.kds_ = kds
-        self.kmeans_ = kmeans
-        self.spectrum_ = spectrum
-        self.components_ = kds.components_
-        self.embedding_ = embedding
-        self.eigenvalues_ = spectrum.eigenvalues
-        self.n_clusters_ = n_clusters
-        self.timings_ = timings
+        fitted.update(
+            labels_=labels,
+            kds_=kds,
+            kmeans_=kmeans,
+            spectrum_=spectrum,
+            components_=kds.components_,
+            embedding_=embedding,
+            eigenvalues_=spectrum.eigenvalues,
+            n_clusters_=n_clusters,
+            timings_=timings,
+        )
+        _commit_fit(self, fitted)
         return self
 
     def transform(self, X):

@@ -1,12 +1,17 @@
 """Reliability of the estimators' state and of the files they write
-(issue 22, items 1, 6 and 8; docs/guarantees.md).
+(issue 22, items 1, 2, 3, 6 and 8; docs/guarantees.md).
 
 - ``transform(X, out=folder)`` never writes into an existing file: an
   earlier result still mapped keeps its values, and a folder that holds the
   input is refused.
+- Parameters changed by ``set_params`` after a fit are checked again by
+  every method that reads them; the number of atoms comes from the fit.
+- A fit, refit or ``partial_fit`` that fails or is interrupted leaves the
+  estimator exactly as it was.
 - A source read several times must give the same rows every pass; sparse
   codes with NaN are refused; float32 data of huge scale are seeded safely.
-- An init array of strings and nonsensical clustering parameters are refused.
+- numpy integers are accepted for every integer parameter, and nonsensical
+  clustering parameters are refused.
 """
 
 import os
@@ -165,13 +170,183 @@ def test_failed_transform_out_keeps_the_earlier_result(kds, Y, tmp_path):
     assert {name: (folder / name).read_bytes() for name in CODE_FILES} == before
 
 
+# -- 2. parameters changed after fit ------------------------------------------------
+
+
+def test_n_atoms_changed_after_fit_does_not_corrupt_the_codes(Y):
+    """``set_params(n_atoms=4)`` on a model fitted with 8 atoms: encoding
+    uses the 8 fitted atoms (a valid CSR array of 8 columns), not 4."""
+    model = KDS(8, **FAST).fit(Y)
+    codes = model.transform(Y)
+    score = model.score(Y)
+    model.set_params(n_atoms=4)
+    again = model.transform(Y)
+    assert again.shape == (200, 8)
+    again.check_format(full_check=True)
+    np.testing.assert_array_equal(again.toarray(), codes.toarray())
+    assert model.score(Y) == score
+    np.testing.assert_allclose(model.inverse_transform(again), codes @ model.components_)
+    model.partial_fit(Y)  # continues with the fitted atoms
+    assert model.components_.shape == (8, 3)
+
+
+@pytest.mark.parametrize(
+    "param, value, error",
+    [
+        ("n_iter", 0, ValueError),
+        ("n_iter", -5, ValueError),
+        ("n_iter", 2.5, TypeError),
+        ("chunk_size", -3, ValueError),
+        ("lam", -1.0, ValueError),
+        ("lam", np.nan, ValueError),
+        ("n_jobs", 0, ValueError),
+        ("n_jobs", 1.5, TypeError),
+        ("step", "fast", ValueError),
+        ("encoder", "exact", ValueError),
+        ("solver", "sgd", ValueError),
+    ],
+)
+def test_parameters_changed_after_fit_are_checked_by_every_method(Y, param, value, error):
+    """transform, score and fit_transform check the parameters they read,
+    naming the parameter; the model is left as it was."""
+    model = KDS(8, **FAST).fit(Y)
+    model.set_params(**{param: value})
+    snap = snapshot(model)
+    for method in (model.transform, model.score, model.fit_transform):
+        with pytest.raises(error, match=param):
+            method(Y)
+        assert_unchanged(model, snap)
+
+
+# -- 3. a failed or interrupted fit changes nothing ---------------------------------
+
+
+def make_estimator(kind, **params):
+    if kind == "KDS":
+        return KDS(8, **FAST, **params)
+    if kind == "KDSClustering":
+        return KDSClustering(2, n_atoms=8, **FAST, **params)
+    return KDSEnsembleClustering(2, estimator=KDS(8, **FAST), n_estimators=2, random_state=0, **params)
+
+
+KINDS = ["KDS", "KDSClustering", "KDSEnsembleClustering"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_failed_first_fit_leaves_the_estimator_unfitted(kind, Y):
+    """Fewer points than atoms: ValueError, and no attribute is set, so
+    check_is_fitted still refuses the estimator."""
+    model = make_estimator(kind)
+    snap = snapshot(model)
+    with pytest.raises(ValueError, match="n_atoms"):
+        model.fit(Y[:5])
+    assert_unchanged(model, snap)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(model)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_failed_refit_on_other_features_keeps_the_fitted_model(kind, Y, Y4):
+    """Fitted on 3 features, refitted on 4 and failing: the model is the
+    3-feature one, and refuses 4-feature data rather than reading out of
+    bounds."""
+    model = make_estimator(kind).fit(Y)
+    expected = model.transform(Y)
+    snap = snapshot(model)
+    with pytest.raises(ValueError, match="n_atoms"):
+        model.fit(Y4[:5])
+    assert_unchanged(model, snap)
+    assert model.n_features_in_ == 3
+    with pytest.raises(ValueError, match="features"):
+        model.transform(Y4)
+    np.testing.assert_array_equal(np.asarray(sp.csr_array(model.transform(Y)).todense()),
+                                  np.asarray(sp.csr_array(expected).todense()))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_interrupted_refit_keeps_the_fitted_model(kind, Y, Y4):
+    """A KeyboardInterrupt on the last pass over the data of a refit (after
+    the dictionaries are learned) leaves the model as it was."""
+    model = make_estimator(kind).fit(Y)
+    probe = counting_source(Y4)
+    make_estimator(kind).fit(probe)
+    snap = snapshot(model)
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(counting_source(Y4, interrupt_at=probe.calls))
+    assert_unchanged(model, snap)
+
+
+def test_interrupted_fit_transform_leaves_the_estimator_unfitted(Y):
+    """fit_transform interrupted while encoding, after the fit: still unfitted."""
+    model = KDS(8, **FAST)
+    probe = counting_source(Y)
+    KDS(8, **FAST).fit_transform(probe)
+    snap = snapshot(model)
+    with pytest.raises(KeyboardInterrupt):
+        model.fit_transform(counting_source(Y, interrupt_at=probe.calls))
+    assert_unchanged(model, snap)
+
+
+@pytest.mark.parametrize("solver", ["exact", "unrolled"])
+def test_interrupted_partial_fit_keeps_the_stream_state(Y, solver, monkeypatch):
+    """A KeyboardInterrupt inside a ``partial_fit`` step, after the running
+    sums (exact) or Adam's state (unrolled) were updated in place, leaves
+    the model and its stream state as they were."""
+    model = KDS(8, **FAST, solver=solver, batch_size=50)
+    model.partial_fit(Y[:100])
+    model.partial_fit(Y[100:])
+    snap = snapshot(model)
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    if solver == "exact":
+        monkeypatch.setattr("fastkds.online.solve_dictionary", interrupt)
+    else:
+        from fastkds.unrolled import UnrolledTrainer
+
+        adam_step = UnrolledTrainer.adam_step
+        calls = []
+
+        def interrupt_after_first_batch(self, batch):
+            if calls:
+                raise KeyboardInterrupt
+            calls.append(1)
+            return adam_step(self, batch)
+
+        monkeypatch.setattr(UnrolledTrainer, "adam_step", interrupt_after_first_batch)
+    with pytest.raises(KeyboardInterrupt):
+        model.partial_fit(Y)
+    monkeypatch.undo()
+    assert_unchanged(model, snap)
+
+
+def test_failed_first_partial_fit_leaves_the_estimator_unfitted(Y):
+    model = KDS(8, **FAST)
+    snap = snapshot(model)
+    with pytest.raises(ValueError, match="n_atoms"):
+        model.partial_fit(Y[:5])
+    assert_unchanged(model, snap)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(model)
+
+
+def test_failed_dask_fit_leaves_the_estimator_unfitted(Y):
+    da = pytest.importorskip("dask.array")
+    model = KDS(8, **FAST)
+    snap = snapshot(model)
+    with pytest.raises(ValueError, match="n_atoms"):
+        model.fit(da.from_array(Y[:5], chunks=(3, 3)))
+    assert_unchanged(model, snap)
+
+
 # -- 6. sources, codes and scale ------------------------------------------------------
 
 
 @pytest.mark.parametrize("rows", [150, 250])
 def test_source_with_other_rows_on_a_later_pass_is_refused(Y, rows):
     """A callable source that gives fewer (or more) rows on a later pass
-    than on the first: ValueError naming the rows."""
+    than on the first: ValueError naming the rows, the estimator unfitted."""
     Y_long = np.random.default_rng(2).normal(size=(300, 3))
 
     def chunks():
@@ -183,6 +358,8 @@ def test_source_with_other_rows_on_a_later_pass_is_refused(Y, rows):
     model = KDSClustering(2, n_atoms=8, **FAST)
     with pytest.raises(ValueError, match="rows"):
         model.fit(chunks)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(model)
 
 
 def test_inverse_transform_refuses_bad_sparse_codes(kds, Y):
@@ -217,13 +394,29 @@ def test_float32_data_of_huge_scale_are_seeded_without_overflow():
         assert abs(np.mean(labels == y) - 0.5) == 0.5  # all right, or all swapped
 
 
-# -- 8. init arrays and clustering parameters ----------------------------------------
+# -- 8. numpy integers and clustering parameters ----------------------------------------
+
+
+def test_numpy_integer_n_jobs_is_accepted_everywhere(Y):
+    """``n_jobs=np.int64(1)`` works as ``n_jobs=1``, like ``n_atoms=np.int64(8)``."""
+    plain = KDS(8, **FAST).fit(Y)
+    numpy_ints = KDS(np.int64(8), **{**FAST, "n_jobs": np.int64(1)}).fit(Y)
+    np.testing.assert_array_equal(numpy_ints.components_, plain.components_)
+    np.testing.assert_array_equal(numpy_ints.transform(Y).toarray(), plain.transform(Y).toarray())
+    codes = sparse_encode(Y, plain.components_, n_jobs=np.int32(1))
+    assert codes.shape == (200, 8)
+    project_simplex(Y, n_jobs=np.int64(1))
+    model = KDSEnsembleClustering(2, estimator=KDS(8, **FAST), n_estimators=2, random_state=0,
+                                  n_jobs=np.int64(1)).fit(Y)
+    assert model.labels_.shape == (200,)
 
 
 def test_string_init_array_is_a_clear_error(Y):
     model = KDS(8, **FAST, init=np.full((8, 3), "a"))
     with pytest.raises(TypeError, match="numeric array"):
         model.fit(Y)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(model)
 
 
 @pytest.mark.parametrize("cls", [KDSClustering, KDSEnsembleClustering])
@@ -239,3 +432,5 @@ def test_nonsensical_clustering_parameters_are_refused(cls, params, match, Y):
     model = cls(**params)
     with pytest.raises(ValueError, match=match):
         model.fit(Y)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(model)
