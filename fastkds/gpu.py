@@ -70,17 +70,10 @@ from collections import deque
 import numpy as np
 import scipy.sparse as sp
 
-# numba-cuda <= 0.30 registers an overload of np.row_stack while compiling its
-# first kernel; NumPy 2.5 removed that alias of np.vstack, and the compile then
-# fails with AttributeError (seen on a GPU node with numba-cuda 0.30.4 and
-# NumPy 2.5.2). Restore the alias before numba.cuda needs it.
-if not hasattr(np, "row_stack"):
-    np.row_stack = np.vstack
+import numba
+from numba import cuda
 
-import numba  # noqa: E402
-from numba import cuda  # noqa: E402
-
-from .encoding import PreparedDictionary, iter_chunks  # noqa: E402
+from .encoding import PreparedDictionary, iter_chunks
 
 #: Rows per part of the sufficient-statistics reduction. Fixed (not derived
 #: from the launch) so the order of every sum is a property of the data alone.
@@ -131,8 +124,41 @@ def in_simulator():
     return bool(numba.config.ENABLE_CUDASIM)
 
 
+#: numba-cuda releases up to this one register an overload of np.row_stack
+#: when they compile a kernel, so they cannot compile under NumPy >= 2.5,
+#: which removed that alias (NVIDIA/numba-cuda#907, not to be fixed there).
+_ROW_STACK_NUMBA_CUDA = (0, 30)
+
+
+def numpy_incompatibility():
+    """Why the installed numba-cuda cannot compile kernels with this NumPy,
+    or None. fastkds does not patch NumPy to work around it: a library must
+    not change NumPy for its users.
+
+    Returns
+    -------
+    str or None
+    """
+    if hasattr(np, "row_stack") or in_simulator():
+        return None
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        installed = version("numba-cuda")
+    except PackageNotFoundError:  # numba's own numba.cuda guards the overload
+        return None
+    parts = tuple(int(p) for p in installed.split(".")[:2] if p.isdigit())
+    if parts > _ROW_STACK_NUMBA_CUDA:
+        return None
+    return (
+        f"numba-cuda {installed} cannot compile kernels with NumPy {np.__version__} (it needs np.row_stack, "
+        "removed in NumPy 2.5); install numpy<2.5, as `pip install fastkds[gpu]` does"
+    )
+
+
 def cuda_available():
-    """Whether CUDA kernels can run here: a usable GPU, or the simulator.
+    """Whether CUDA kernels can run here: a usable GPU, or the simulator,
+    and a numba-cuda that can compile with the installed NumPy.
 
     Returns
     -------
@@ -140,6 +166,8 @@ def cuda_available():
     """
     if in_simulator():
         return True
+    if numpy_incompatibility():
+        return False
     try:
         return bool(cuda.is_available())
     except Exception:  # a broken driver install can raise instead of answering
@@ -157,6 +185,9 @@ def require_cuda():
     """
     if cuda_available():
         return
+    clash = numpy_incompatibility()
+    if clash:
+        raise RuntimeError(clash)
     try:
         reason = cuda.cuda_error()
     except Exception as exc:  # pragma: no cover - depends on the install

@@ -75,3 +75,35 @@ def test_device_cuda_without_gpu_names_the_cause_and_auto_falls_back():
     with pytest.warns(RuntimeWarning, match="running on the CPU"):
         model = fastkds.KDS(4, device="auto", max_epochs=1).fit(Y)
     assert model.transform(Y).shape == (50, 4)
+
+
+def test_importing_the_gpu_module_leaves_numpy_alone():
+    # A library must not change NumPy for its users: without np.row_stack
+    # (NumPy >= 2.5) fastkds.gpu neither adds it back nor breaks on import;
+    # with numba-cuda <= 0.30 it reports the clash as the reason CUDA is
+    # unusable, instead of failing inside the first kernel compile.
+    res = run_python(
+        "import numpy as np\n"
+        "if hasattr(np, 'row_stack'):  # as NumPy 2.5, which removed it\n"
+        "    del np.row_stack\n"
+        "    np.__all__ = [name for name in np.__all__ if name != 'row_stack']\n"
+        "import fastkds.gpu as g\n"
+        "assert not hasattr(np, 'row_stack'), 'fastkds.gpu patched numpy'\n"
+        "from importlib.metadata import version, PackageNotFoundError\n"
+        "try:\n"
+        "    old = tuple(int(p) for p in version('numba-cuda').split('.')[:2]) <= (0, 30)\n"
+        "except PackageNotFoundError:\n"
+        "    old = False\n"
+        "clash = g.numpy_incompatibility()\n"
+        "assert (clash is not None) == old, clash\n"
+        "if old:\n"
+        "    assert 'numpy<2.5' in clash and not g.cuda_available()\n"
+        "    try:\n"
+        "        g.require_cuda()\n"
+        "    except RuntimeError as exc:\n"
+        "        assert 'np.row_stack' in str(exc)\n"
+        "    else:\n"
+        "        raise AssertionError('require_cuda passed')\n"
+        "print('OK')\n"
+    )
+    assert res.returncode == 0 and "OK" in res.stdout, res.stdout + res.stderr
