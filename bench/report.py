@@ -22,7 +22,7 @@ import tempfile
 
 import numpy as np
 
-#: The paper's timings on 100,000 moons points (SPEC section 8).
+#: The paper's reported timings on 100,000 moons points, on its authors' hardware.
 PAPER = {"n": 100_000, "codes_s": 130.0, "cluster_s": 1.5}
 
 CHILD = r"""

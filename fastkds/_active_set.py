@@ -1,4 +1,4 @@
-"""Numba CPU kernel: exact codes by an active-set method (SPEC 3b).
+"""Numba CPU kernel: exact codes by an active-set method (docs/algorithm.md, "Exact codes").
 
 Per point, the encoder problem is a small quadratic programme over the
 simplex::

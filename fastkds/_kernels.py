@@ -1,7 +1,7 @@
 """Numba CPU kernels: simplex projection, the KDS encoder, CSR assembly and
 sufficient statistics.
 
-Conventions (SPEC sections 1-5): rows are points. Every kernel is generic in
+Conventions (docs/algorithm.md): rows are points. Every kernel is generic in
 the floating dtype (float32 or float64). Numba types a Python float literal as
 float64, which would silently promote float32 arithmetic, so kernels take their
 constants from a typed array ``ks = arange(m + 1, dtype)``: ``ks[0]`` is zero,
@@ -44,7 +44,7 @@ def _vmax(v):
 @njit(cache=True, nogil=True)
 def _simplex_threshold_sorted(v, vmax, ks):
     """Threshold of the projection of ``v``, relative to ``vmax = max(v)``,
-    by the sorted method of SPEC 3 (the reference).
+    by the sorted method (the reference).
 
     Sort descending, cumulative sums c, rho = the largest j with
     ``u_j - (c_j - 1) / j > 0``; ``tau = (c_rho - 1) / rho``.
@@ -140,7 +140,7 @@ def project_simplex_rows(V, out, ks, sorted_method):
 
 
 # --------------------------------------------------------------------------
-# Encoder: accelerated projected gradient in Gram form (SPEC 3)
+# Encoder: accelerated projected gradient in Gram form (docs/algorithm.md, "Encoder")
 # --------------------------------------------------------------------------
 
 
@@ -475,7 +475,7 @@ def _encode_group(
 ):
     """Encode the points ``pts[i0:i0 + L]`` together, one per lane.
 
-    The iteration of SPEC 3 in the direct form ``v = ac + z - alpha (z W) W^T``
+    The encoder's iteration in the direct form ``v = ac + z - alpha (z W) W^T``
     (``r = z W`` costs d per lane and active row), for d <= 4 features; the
     projection is the per-point encoder's: the old support's threshold,
     checked, else Michelot's passes from it. Every lane runs exactly the
@@ -818,7 +818,7 @@ def fill_csr_from_slots(counts, slot_idx, slot_val, indptr, indices, data):
 
 
 # --------------------------------------------------------------------------
-# CSR assembly (SPEC 4): count, prefix sum, fill
+# CSR assembly: count, prefix sum, fill
 # --------------------------------------------------------------------------
 
 
@@ -848,7 +848,7 @@ def fill_csr(X, indptr, indices, data):
 
 
 # --------------------------------------------------------------------------
-# Sufficient statistics (SPEC 5a): X^T X, s = X^T 1, X^T Y
+# Sufficient statistics (docs/algorithm.md, "Dictionary"): X^T X, s = X^T 1, X^T Y
 # --------------------------------------------------------------------------
 
 

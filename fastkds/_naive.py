@@ -1,7 +1,7 @@
 """Plain NumPy implementation of the KDS mathematics.
 
 This is the independent twin of :mod:`fastkds._kernels`: the test oracle and the
-benchmark baseline ("what a user would write"). It follows SPEC sections 2-6
+benchmark baseline ("what a user would write"). It follows docs/algorithm.md
 literally -- full sorts, dense batched products, the direct form of the
 locality weights -- and favours clarity over speed.
 """
@@ -41,8 +41,8 @@ def squared_distances(Y, W):
 
 
 def step_size(W, step="centred", dtype=np.float64):
-    """The encoder step: ``1 / sigma_max(W - mean atom)^2`` (SPEC 3a), or
-    the paper's ``1 / sigma_max(W)^2`` (SPEC section 3) with ``step="paper"``.
+    """The encoder step: ``1 / sigma_max(W - mean atom)^2`` (docs/algorithm.md), or
+    the paper's ``1 / sigma_max(W)^2`` with ``step="paper"``.
 
     The centred ``sigma_max^2`` is held above ``sqrt(eps)`` (of ``dtype``)
     times the uncentred one, so atoms that (nearly) coincide get a finite
@@ -56,7 +56,7 @@ def step_size(W, step="centred", dtype=np.float64):
 
 
 def encode(Y, W, lam, n_iter, alpha=None, step="centred"):
-    """Accelerated projected-gradient encoder of SPEC section 3, batched.
+    """Accelerated projected-gradient encoder, batched.
 
     Parameters
     ----------
@@ -76,7 +76,7 @@ def encode(Y, W, lam, n_iter, alpha=None, step="centred"):
     dtype = Y.dtype
     if alpha is None:
         alpha = step_size(W, step, dtype)
-    if step == "centred":  # the same iteration on the centred problem (SPEC 3a)
+    if step == "centred":  # the same iteration on the centred problem
         mu = W.mean(axis=0)
         Y, W = Y - mu.astype(dtype), W - mu
     alpha = dtype.type(alpha)
@@ -94,7 +94,7 @@ def encode(Y, W, lam, n_iter, alpha=None, step="centred"):
 
 
 def kkt_residual(Y, W, X, lam):
-    """How far each code is from optimal, by the KKT conditions (SPEC 3b).
+    """How far each code is from optimal, by the KKT conditions.
 
     With ``g = (x W - y) W^T + lam * dist`` the gradient of f at x (on the
     simplex), x is optimal iff, for tau the mean of g over the support,
@@ -118,13 +118,13 @@ def kkt_residual(Y, W, X, lam):
 
 
 def objective(Y, W, X, lam):
-    """Per-point objective ``f(x_i; y_i, W)`` of SPEC section 2 (length n)."""
+    """Per-point objective ``f(x_i; y_i, W)`` (length n)."""
     R = Y - X @ W
     return 0.5 * (R**2).sum(axis=1) + lam * (X * squared_distances(Y, W)).sum(axis=1)
 
 
 def statistics(X, Y):
-    """Sufficient statistics ``(X^T X, X^T 1, X^T Y)`` of SPEC 5(a)."""
+    """Sufficient statistics ``(X^T X, X^T 1, X^T Y)`` of the dictionary step."""
     X = np.asarray(X, dtype=np.float64)
     return X.T @ X, X.sum(axis=0), X.T @ np.asarray(Y, dtype=np.float64)
 
@@ -132,7 +132,7 @@ def statistics(X, Y):
 def dictionary_step(X, Y, lam):
     """Exact minimiser over W of ``sum_i f(x_i; y_i, W)`` for fixed codes.
 
-    Solves ``(X^T X + 2 lam diag(s)) W = (1 + 2 lam) X^T Y`` (SPEC 5a); every
+    Solves ``(X^T X + 2 lam diag(s)) W = (1 + 2 lam) X^T Y``; every
     atom must be used (s > 0).
     """
     XtX, s, XtY = statistics(X, Y)
@@ -146,7 +146,7 @@ def dictionary_gradient(X, Y, W, lam):
 
 
 def spectral_embedding(X, k):
-    """Top-k normalized spectral embedding of the bipartite code graph (SPEC 6).
+    """Top-k normalized spectral embedding of the bipartite code graph.
 
     Computed the slow way: the left singular vectors of the full
     ``Z = X diag(s)^(-1/2)`` (n x m). Returns ``(U, sigma)``.
@@ -158,7 +158,7 @@ def spectral_embedding(X, k):
 
 
 def unrolled_loss_grad(Y, W, lam, n_iter, alpha):
-    """Mean loss of the unrolled encoder and its gradients (SPEC 5b), by hand.
+    """Mean loss of the unrolled encoder and its gradients (docs/unrolled.md), by hand.
 
     The loss is ``(1/n) sum_i f(x_T(y_i); y_i, W)`` with ``x_T`` the output
     of :func:`encode` at step ``alpha``. The backward pass keeps every

@@ -1,5 +1,5 @@
 """Numba kernels of the unrolled solver: forward and backward pass through the
-T steps of the KDS encoder (SPEC 3 and 5b) for a mini-batch.
+T steps of the KDS encoder (docs/unrolled.md) for a mini-batch.
 
 Per point the forward pass is the encoder of :mod:`fastkds._kernels` (Gram
 form over the sparse iterate, Michelot's projection on a short candidate

@@ -1,4 +1,4 @@
-"""The paper's clustering experiments (SPEC section 8) in one command::
+"""The paper's clustering experiments in one command::
 
     python -m fastkds.experiments [--data PATH] [--only NAME ...] [--seeds N]
                                   [--quick] [--figures DIR]

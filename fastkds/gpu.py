@@ -8,7 +8,7 @@ GPU is a clear RuntimeError rather than a driver traceback. The CUDA simulator
 (``NUMBA_ENABLE_CUDASIM=1`` set before numba is imported) runs the same
 kernels on the CPU, one Python thread per CUDA thread: slow, for tests only.
 
-The kernels are twins of :mod:`fastkds._kernels` (SPEC sections 3-5): the same
+The kernels are twins of :mod:`fastkds._kernels`: the same
 mathematics, generic in float32/float64, with every constant taken from the
 typed array ``ks = arange(m + 1, dtype)`` (a Python float literal would
 promote float32 arithmetic to float64). Results match the CPU kernels to
@@ -1475,7 +1475,7 @@ def encode_csr_cuda(Y, prepared, chunk_size, *, return_objective=False, buffers=
 def statistics_cuda(indptr, indices, data, Y, *, n_atoms=None, chunk_size=None):
     """Sufficient statistics ``(X^T X, X^T 1, X^T Y)`` of CSR codes on the GPU.
 
-    Twin of ``_kernels.accumulate_statistics`` (SPEC 5a), accumulated in
+    Twin of ``_kernels.accumulate_statistics``, accumulated in
     float64. Rows stream through the device in chunks that are multiples of
     :data:`STATS_ROWS`, and partial sums are added in a fixed order, so the
     result is the same for any chunk size and launch configuration.

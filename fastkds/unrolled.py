@@ -1,4 +1,4 @@
-"""The paper's main solver (SPEC 5b): train the dictionary by backpropagation
+"""The paper's main solver: train the dictionary by backpropagation
 through the unrolled encoder, with Adam on mini-batches.
 
 The loss of a mini-batch is the mean KDS objective of the codes the T-step
