@@ -395,27 +395,25 @@ def point_products(Y, W, B, yy):
 #: A lockstep group holds ``LANE_BYTES // itemsize`` points (64 in float64,
 #: 128 in float32): each row of a group's (m, lanes) arrays is then eight
 #: AVX-512 vectors, two passes of the 8x4 / 16x4 pattern LLVM vectorises the
-#: lane loops to (no lane loop falls into its scalar remainder). Measured on
-#: moons against 256 bytes: 1.2x faster in float64, the same in float32; the
-#: cost of entering each short loop is spread over more points.
+#: lane loops to (no lane loop falls into its scalar remainder), and the
+#: cost of entering each short loop is spread over more points
+#: (``bench/encoder_paths.py`` measures it).
 LANE_BYTES = 512
 
 #: Points sorted together by nearest atom before they are grouped. Points of
 #: a group then share most of their supports, so the rows a group's iterate
-#: touches (the union of its supports) stay few: on moons 8192 points per
-#: sort ran 1.1-1.2x faster than 2048, and 32768 no faster than 8192. Small
-#: chunks are cut finer, so that every thread gets work; a point's code does
-#: not depend on its group, so this changes no result.
+#: touches (the union of its supports) stay few; a longer sort costs more
+#: than its groups gain. Small chunks are cut finer, so that every thread
+#: gets work; a point's code does not depend on its group, so this changes
+#: no result.
 SORT_BLOCK = 8192
 
 #: Up to this many features the lockstep encoder runs; above it, the
 #: per-point sparse one. In few dimensions, points sorted by nearest atom
 #: share their supports, and ``v`` comes cheaply from ``r = z W`` (d numbers
-#: per point). When this limit was chosen the lockstep encoder measured
-#: 1.3-3.6x faster than the per-point one for d <= 4 and m from 24 to 500,
-#: and slower for 10-dimensional Gaussians and MNIST (a group's union of
-#: supports is then wide, and the Gram form is needed);
-#: ``bench/encoder_paths.py`` compares the two.
+#: per point). In more dimensions a group's union of supports is wide and
+#: the Gram form is needed, so the per-point encoder wins;
+#: ``bench/encoder_paths.py`` compares the two (docs/scaling.md).
 LOCKSTEP_MAX_FEATURES = 4
 
 

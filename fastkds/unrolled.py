@@ -15,12 +15,11 @@ includes the dependence of alpha on W (through the top eigenpair of
     alpha = STEP_BOUND * sigmoid(theta) / sigma_max(W)^2,   theta_0 = logit(1 / STEP_BOUND),
 
 so it starts where the fixed step is and can never leave
-``(0, STEP_BOUND / sigma_max(W)^2)``. The original implementation trained
-alpha itself: Adam moves a parameter by about the learning rate per step
-whatever the gradient's scale (the gradient clipping does not hold it), so
-over 1000 epochs alpha grew from 0.07 to 1.0, far past the range where the
-accelerated iteration converges; the codes became 1-sparse and the clustering
-collapsed. Bounded, the step stays where the iteration is stable.
+``(0, STEP_BOUND / sigma_max(W)^2)``: Adam moves a parameter by about the
+learning rate per step whatever the gradient's scale (the gradient clipping
+does not hold it), so an unbounded step drifts past the range where the
+accelerated iteration converges, the codes become 1-sparse and the
+clustering collapses (docs/unrolled.md, "The step bound, and why").
 """
 
 import numpy as np
