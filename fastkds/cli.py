@@ -231,7 +231,12 @@ def _paper(args):
 
 
 def main(argv=None):
-    """Entry point of the ``fastkds`` console script."""
+    """Entry point of the ``fastkds`` console script.
+
+    Returns the exit status: 130 after Ctrl-C, which prints one line. An
+    error of bad data, options, files or devices raises SystemExit with a
+    one-line message (exit status 1).
+    """
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
