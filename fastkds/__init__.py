@@ -19,8 +19,11 @@ load
     Read a model written by an estimator's ``save`` method (any of the three).
 warmup
     Compile (or load from cache) every kernel before timing-sensitive work.
+fastkds.exceptions
+    The warning classes (``KDSWarning`` and its subclasses).
 """
 
+from . import exceptions
 from .datasets import load_mnist, load_salinas_a, load_yaleb, make_circles, make_moons
 from .encoding import project_simplex, sparse_encode
 from .ensemble import KDSEnsembleClustering

@@ -55,6 +55,16 @@ def check_nonneg_float(value, name):
     return value
 
 
+def check_verbose(verbose):
+    """``verbose`` as an int >= 0: a bool or an integer, as in scikit-learn
+    (``True`` is 1), or a clear TypeError/ValueError."""
+    if not isinstance(verbose, (bool, np.bool_, numbers.Integral)):
+        raise TypeError(f"verbose must be a bool or an int >= 0, got {type(verbose).__name__} {verbose!r}")
+    if verbose < 0:
+        raise ValueError(f"verbose must be a bool or an int >= 0, got {verbose}")
+    return int(verbose)
+
+
 def check_n_jobs(n_jobs):
     """``n_jobs`` as None or a Python int, or a clear TypeError/ValueError.
 

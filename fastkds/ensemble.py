@@ -27,7 +27,8 @@ from sklearn.utils.validation import check_is_fitted
 from . import _dask
 from ._config import effective_n_jobs
 from ._validation import check_clustering_params, check_n_jobs, check_positive_int
-from .estimators import KDS, _check_fit_input, _check_input, _commit_fit, _SaveMixin
+from .estimators import KDS, _check_fit_input, _check_input, _commit_fit, _EmbeddingFeaturesMixin, _SaveMixin
+from .exceptions import warn
 from .sources import ChunkSource
 from .spectral import BipartiteSpectrum, kmeans_labels, normalize_rows
 
@@ -61,7 +62,7 @@ def _fit_dictionary(kds, Y, threads=None):
     return kds, caught
 
 
-class KDSEnsembleClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEstimator):
+class KDSEnsembleClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, TransformerMixin, BaseEstimator):
     """Spectral clustering on the codes of several independently seeded KDS
     dictionaries, joined in one bipartite graph.
 
@@ -77,8 +78,8 @@ class KDSEnsembleClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEsti
     Parameters
     ----------
     n_clusters : int or "auto", default="auto"
-        Number of clusters; ``"auto"`` takes it from the largest gap in the
-        spectrum (at least 2, at most ``max_clusters``).
+        Number of clusters; ``"auto"`` chooses it from the joint code
+        graph's spectrum as :class:`~fastkds.KDSClustering` does.
     estimator : KDS or None, default=None
         The dictionary model to clone, with its settings (``n_atoms``,
         ``lam``, ``n_iter``, ``solver``, ...); its ``random_state`` is
@@ -98,9 +99,11 @@ class KDSEnsembleClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEsti
         Seeds the dictionaries' initial atoms and k-means.
     n_jobs : int or None, default=None
         Number of dictionaries fitted at once, each in its own process
-        (joblib's ``loky`` backend). None means 1; -1 means as many as
-        Numba has threads (by default one per CPU); never more than
-        ``n_estimators``. The threads are shared out: a clone whose own
+        (joblib's ``loky`` backend): processes, where the ``n_jobs`` of
+        :class:`~fastkds.KDS` counts threads. None means 1, as in
+        scikit-learn (one fit at a time, its kernels on all threads); -1
+        means as many as Numba has threads (by default one per CPU); never
+        more than ``n_estimators``. The threads are shared out: a clone whose own
         ``n_jobs`` is None runs its kernels on ``threads // n_jobs`` of them
         while it fits. The dictionaries are the same whatever ``n_jobs``;
         only the fit is faster, most where one fit cannot use all the cores
@@ -114,14 +117,21 @@ class KDSEnsembleClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEsti
     components_ : ndarray of shape (n_estimators * n_atoms, n_features)
         Their atoms, stacked in the order of ``estimators_``.
     labels_ : ndarray of shape (n_samples,)
+        Cluster of each training point.
     embedding_ : ndarray of shape (n_samples, n_columns)
         Row-normalised spectral embedding the k-means ran on.
     eigenvalues_ : ndarray
         Eigenvalues of the joint atom-side matrix M, decreasing.
     n_clusters_ : int
+        Number of clusters: ``n_clusters``, or the one ``"auto"`` chose.
     spectrum_ : fastkds.spectral.BipartiteSpectrum
+        The joint atom-side eigenproblem.
     kmeans_ : sklearn.cluster.KMeans
+        Fitted on the embedding.
     n_features_in_ : int
+        Number of features seen during the fit.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Column names of a DataFrame fitted on, when they are all strings.
 
     See Also
     --------
@@ -134,6 +144,8 @@ class KDSEnsembleClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEsti
     >>> model = KDSEnsembleClustering(
     ...     2, estimator=KDS(n_atoms=24, lam=5.0, n_iter=30), n_estimators=3, random_state=0)
     >>> labels = model.fit_predict(Y)
+    >>> model.components_.shape          # 3 dictionaries of 24 atoms
+    (72, 2)
     """
 
     def __init__(
@@ -205,7 +217,7 @@ class KDSEnsembleClustering(_SaveMixin, ClusterMixin, TransformerMixin, BaseEsti
             )
         estimators = [kds for kds, _ in results]
         for message, category in (w for _, caught in results for w in caught):
-            warnings.warn(message, category, stacklevel=2)
+            warn(message, category)
         components = np.vstack([kds.components_ for kds in estimators])
 
         codes = self._joint_codes(Y, estimators)
