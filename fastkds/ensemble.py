@@ -130,7 +130,7 @@ class KDSEnsembleClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, T
         Fitted on the embedding.
     n_features_in_ : int
         Number of features seen during the fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of str objects, one per feature
         Column names of a DataFrame fitted on, when they are all strings.
 
     See Also

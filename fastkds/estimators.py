@@ -391,7 +391,7 @@ class KDS(_SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         Mean objective of each epoch's codes (``n_iter_`` entries).
     n_features_in_ : int
         Number of features seen during the fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of str objects, one per feature
         Column names of a DataFrame fitted on, when they are all strings.
 
     See Also
@@ -1118,7 +1118,7 @@ class KDSClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, Transform
         ``encode``, ``embed`` and ``kmeans``.
     n_features_in_ : int
         Number of features seen during the fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of str objects, one per feature
         Column names of a DataFrame fitted on, when they are all strings.
 
     See Also
