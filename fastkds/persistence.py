@@ -208,8 +208,8 @@ def save(estimator, path):
         stored without pickle (e.g. an object array).
     ValueError
         If :func:`load` would refuse the file: a parameter is invalid, or
-        the fitted state disagrees with the parameters (as after
-        ``set_params(n_atoms=...)`` on a fitted model).
+        the fitted arrays disagree with each other (as after replacing
+        ``components_`` by hand).
 
     See Also
     --------
@@ -350,12 +350,18 @@ def _check_params(est):
 
 
 def _check_kds_state(kds, prefix):
-    """The fitted state of a KDS, against its parameters (checked first)."""
+    """The fitted state of a KDS, against its parameters (checked first).
+
+    The atoms are the rows of ``components_``, which a fitted model encodes
+    with: ``n_atoms`` is the count the next fit learns, and may differ (a
+    fit on fewer points learns fewer, and ``set_params`` may change it).
+    """
     d = check_positive_int(kds.n_features_in_, f"{prefix}n_features_in_")
     _check_array(
-        kds.components_, f"{prefix}components_", _FLOATS, (kds.n_atoms, d), finite=True,
-        meaning=f" = ({prefix}n_atoms, {prefix}n_features_in_)",
+        kds.components_, f"{prefix}components_", _FLOATS, (None, d), finite=True,
+        meaning=f" = (atoms, {prefix}n_features_in_)",
     )
+    _require(len(kds.components_) > 0, f"{prefix}components_ holds no atom")
     _check_array(kds.objective_, f"{prefix}objective_", "f", (None,))
     step = kds.step_
     _require(
@@ -402,7 +408,8 @@ def _check_spectrum(spectrum, n_atoms, n_clusters):
 
 def _check_spectral_state(model, n_atoms, n_features):
     """The fitted state a KDSClustering and a KDSEnsembleClustering share, for
-    dictionaries of ``n_atoms`` atoms in all over ``n_features`` features."""
+    dictionaries of ``n_atoms`` atoms (rows of their ``components_``) in all
+    over ``n_features`` features."""
     # the clusterer's own parameters (n_clusters, n_atoms) govern the next
     # fit; its fitted state is checked against the nested fitted models
     k = check_positive_int(model.n_clusters_, "n_clusters_")
@@ -466,7 +473,7 @@ def _check_model(model):
         dictionaries = model.estimators_
     features = {kds.n_features_in_ for kds in dictionaries}
     _require(len(features) == 1, f"the dictionaries have different feature counts {sorted(features)}")
-    _check_spectral_state(model, sum(kds.n_atoms for kds in dictionaries), features.pop())
+    _check_spectral_state(model, sum(len(kds.components_) for kds in dictionaries), features.pop())
 
 
 # -- reading -------------------------------------------------------------------

@@ -89,23 +89,29 @@ def _refused(path, match):
 # -- the faults, one by one ---------------------------------------------------------
 
 
-def test_crafted_n_atoms_is_refused(saved, tmp_path):
-    """docs/guarantees.md, Model files: n_atoms must match the atoms stored."""
-    entries = _edit_json(saved["KDS"], "params", lambda s: s["values"].update(n_atoms=3))
-    _refused(_write(tmp_path / "m.npz", entries), r"components_ has shape \(6, 2\), expected \(3, 2\)")
+@pytest.mark.parametrize("n_atoms", [3, 40])
+def test_crafted_n_atoms_gives_codes_over_the_stored_atoms(saved, moons, tmp_path, n_atoms):
+    """docs/guarantees.md, Model files: n_atoms is the count the next fit
+    learns; the model encodes with the stored atoms, whatever it says."""
+    entries = _edit_json(saved["KDS"], "params", lambda s: s["values"].update(n_atoms=n_atoms))
+    model = fastkds.load(_write(tmp_path / "m.npz", entries))
+    assert model.n_atoms == n_atoms
+    codes = model.transform(moons[:50])
+    assert codes.shape == (50, 6)
+    codes.check_format(full_check=True)  # column indices < 6
 
 
 def test_crafted_n_features_in_is_refused(saved, tmp_path):
     """docs/guarantees.md, Model files: n_features_in_ must match the atoms."""
     entries = _edit_json(saved["KDS"], "attributes", lambda s: s.update(n_features_in_=5))
-    _refused(_write(tmp_path / "m.npz", entries), r"expected \(6, 5\) = \(n_atoms, n_features_in_\)")
+    _refused(_write(tmp_path / "m.npz", entries), r"expected \(any, 5\) = \(atoms, n_features_in_\)")
 
 
-@pytest.mark.parametrize("shape", [(6, 1), (6, 3), (4, 2), (12,)])
+@pytest.mark.parametrize("shape", [(6, 1), (6, 3), (12,), (0, 2)])
 def test_crafted_components_shape_is_refused(saved, tmp_path, shape):
-    """docs/guarantees.md, Model files: components_ must be (n_atoms, n_features_in_)."""
+    """docs/guarantees.md, Model files: components_ must be (atoms, n_features_in_)."""
     entries = {**saved["KDS"], "components_": np.ones(shape, dtype=np.float32)}
-    _refused(_write(tmp_path / "m.npz", entries), "components_ has shape")
+    _refused(_write(tmp_path / "m.npz", entries), "components_ (has shape|holds no atom)")
 
 
 def test_crafted_nested_components_shape_is_refused(saved, tmp_path):
@@ -137,10 +143,11 @@ def test_crafted_spectrum_is_refused(saved, tmp_path):
 
 
 def test_crafted_ensemble_dictionary_is_refused(saved, tmp_path):
-    """docs/guarantees.md, Model files: each dictionary of an ensemble is checked."""
-    entries = _edit_json(saved["KDSEnsembleClustering"], "estimators_.1.params",
-                         lambda s: s["values"].update(n_atoms=4))
-    _refused(_write(tmp_path / "m.npz", entries), "estimators_.1.components_ has shape")
+    """docs/guarantees.md, Model files: the eigenproblem covers the atoms of
+    every dictionary of an ensemble."""
+    atoms = saved["KDSEnsembleClustering"]["estimators_.1.components_"]
+    entries = {**saved["KDSEnsembleClustering"], "estimators_.1.components_": atoms[:4]}
+    _refused(_write(tmp_path / "m.npz", entries), r"spectrum_.used has shape \(12,\), expected \(10,\)")
 
 
 def test_corrupted_file_is_a_value_error(saved, models, tmp_path):
@@ -190,10 +197,16 @@ def test_random_state_position_out_of_range_is_refused(saved, tmp_path):
 
 def test_save_refuses_what_load_would_refuse(models, tmp_path):
     """docs/guarantees.md, Model files: save refuses a model whose fitted
-    state disagrees with its parameters, so it never writes a file load refuses."""
+    state is inconsistent or whose parameters are invalid, so it never
+    writes a file load refuses."""
     model = KDS(6, lam=5.0, n_iter=10, max_epochs=3, random_state=0).fit(make_moons(100, random_state=0)[0])
-    model.set_params(n_atoms=4)
-    with pytest.raises(ValueError, match=r"cannot save this KDS: components_ has shape \(6, 2\), expected \(4, 2\)"):
+    atoms = model.components_
+    model.components_ = atoms[:, :1]
+    with pytest.raises(ValueError, match=r"cannot save this KDS: components_ has shape \(6, 1\), expected \(any, 2\)"):
+        model.save(tmp_path / "m.npz")
+    model.components_ = atoms
+    model.set_params(lam=-1.0)
+    with pytest.raises(ValueError, match="cannot save this KDS: lam must be finite and >= 0"):
         model.save(tmp_path / "m.npz")
     assert list(tmp_path.iterdir()) == []
 
