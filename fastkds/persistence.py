@@ -41,8 +41,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._backends import DEVICES
-from ._config import effective_n_jobs
-from ._validation import check_clustering_params, check_positive_int
+from ._validation import check_clustering_params, check_n_jobs, check_positive_int
 from .encoding import PreparedDictionary
 from .ensemble import KDSEnsembleClustering
 from .estimators import KDS, KDSClustering, _check_init
@@ -344,8 +343,7 @@ def _check_params(est):
         if not isinstance(est.estimator, KDS):
             raise TypeError(f"estimator must be a fastkds.KDS or None, got {type(est.estimator).__name__}")
         _check_params(est.estimator)
-    if est.n_jobs is not None:
-        effective_n_jobs(est.n_jobs)
+    check_n_jobs(est.n_jobs)
     check_random_state(est.random_state)
 
 
