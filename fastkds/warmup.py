@@ -15,9 +15,12 @@ import numpy as np
 def warmup(dtypes=(np.float64, np.float32)):
     """Compile or load the encoders, CSR, statistics and projection kernels.
 
-    Runs a tiny fit and encodings for each dtype (both encoders, with few and
-    with many features). Idempotent and cheap once done (the kernels stay
-    loaded in the process).
+    Runs, for each dtype, tiny encodings (both encoders, with few and with
+    many features, to CSR and to dense codes), a CSR assembly from dense
+    codes, a fit and clustering by the exact solver and one epoch of the
+    unrolled solver: every kernel a fit, ``transform`` or ``partial_fit``
+    calls. Idempotent and cheap once done (the kernels stay loaded in the
+    process).
 
     Parameters
     ----------
@@ -29,8 +32,8 @@ def warmup(dtypes=(np.float64, np.float32)):
     seconds : float
         Time spent (compilation, or loading from Numba's cache).
     """
-    from .encoding import project_simplex, sparse_encode
-    from .estimators import KDSClustering
+    from .encoding import PreparedDictionary, csr_from_dense, project_simplex, sparse_encode
+    from .estimators import KDS, KDSClustering
 
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)
@@ -46,7 +49,10 @@ def warmup(dtypes=(np.float64, np.float32)):
         Y8d = Y8.astype(dtype)
         for encoder in ("apg", "active-set"):
             sparse_encode(Y8d, Y8d[:4], n_iter=3, encoder=encoder)
+        codes, _ = PreparedDictionary(Y8d[:4], 1.0, 3, dtype).encode_dense(Y8d)
+        csr_from_dense(codes)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             KDSClustering(2, n_atoms=4, n_iter=3, max_epochs=2, n_init=1, random_state=0).fit(Yd)
+            KDS(4, n_iter=3, solver="unrolled", max_epochs=1, batch_size=32, random_state=0).fit(Yd)
     return time.perf_counter() - t0
