@@ -13,6 +13,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from fastkds import KDS, KDSClustering, clustering_accuracy, make_moons, project_simplex, sparse_encode
+from fastkds.exceptions import TooFewSamplesWarning
 from fastkds.encoding import offset_step_ratio
 
 # Short fits: degenerate data often cannot converge, and k-means may find
@@ -138,9 +139,14 @@ def test_as_many_atoms_as_points_with_duplicates():
 
 
 def test_more_atoms_than_points():
-    """m > n: a ValueError naming both counts."""
+    """m > n: one atom per point, with a warning naming both counts; atoms
+    given as an init array cannot shrink, so a ValueError names them."""
+    Y = np.random.default_rng(0).normal(size=(5, 2))
+    with pytest.warns(TooFewSamplesWarning, match="n_atoms=10"):
+        model = KDS(10, **FAST).fit(Y)
+    assert model.components_.shape == (5, 2) and model.transform(Y).shape == (5, 5)
     with pytest.raises(ValueError, match="n_atoms=10"):
-        KDS(10, **FAST).fit(np.random.default_rng(0).normal(size=(5, 2)))
+        KDS(10, init=np.zeros((10, 2)), **FAST).fit(Y)
 
 
 @pytest.mark.parametrize("lam", [0.0, 1.0])

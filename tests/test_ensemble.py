@@ -181,8 +181,8 @@ def test_bad_input(ensemble_moons, moons):
         ensemble_moons.predict(np.ones((5, 3)))
     with pytest.raises(NotFittedError):
         KDSEnsembleClustering(2).predict(moons[0])
-    with pytest.raises(ValueError, match="n_atoms"):
-        KDSEnsembleClustering(2, estimator=KDS(50), n_estimators=2).fit(moons[0][:20])
+    with pytest.raises(ValueError, match="n_atoms"):  # atoms given as init cannot shrink to the data
+        KDSEnsembleClustering(2, estimator=KDS(50, init=moons[0][:50]), n_estimators=2).fit(moons[0][:20])
 
 
 def test_dask_array_is_refused_clearly(moons):

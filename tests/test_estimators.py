@@ -4,6 +4,7 @@ the paper's noisy moons, determinism across thread counts, input validation
 and pickling."""
 
 import pickle
+import warnings
 
 import numba
 import numpy as np
@@ -15,6 +16,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from fastkds import KDS, KDSClustering, _naive, clustering_accuracy, make_moons
+from fastkds.exceptions import TooFewSamplesWarning
 
 # Short fits stop at max_epochs on purpose; the warning is tested on its own.
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -390,10 +392,17 @@ def test_empty_input_rejected(make, small_data):
 
 
 @both
-def test_fewer_samples_than_atoms_rejected(make, small_data):
+def test_fewer_samples_than_atoms(make, small_data):
+    # one atom per point, and a warning; atoms given as init cannot shrink
+    with pytest.warns(TooFewSamplesWarning, match="n_atoms=4"):
+        model = make().fit(small_data[:3])
+    kds = model if isinstance(model, KDS) else model.kds_
+    assert kds.components_.shape == (3, 2)
     with pytest.raises(ValueError, match="n_atoms"):
-        make().fit(small_data[:3])
-    make().fit(small_data[:4])  # exactly n_atoms points is enough
+        make(init=small_data[:4]).fit(small_data[:3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TooFewSamplesWarning)
+        make().fit(small_data[:4])  # exactly n_atoms points is enough
 
 
 @both

@@ -101,8 +101,8 @@ def test_partial_fit_keeps_dtype_and_input(solver):
 @pytest.mark.parametrize("solver", ["exact", "unrolled"])
 def test_partial_fit_refuses_bad_chunks(solver):
     Y, _ = make_moons(100, random_state=4)
-    with pytest.raises(ValueError, match="n_atoms"):
-        KDS(24, solver=solver).partial_fit(Y[:10])
+    with pytest.raises(ValueError, match="n_atoms"):  # atoms given as init cannot shrink to the chunk
+        KDS(24, init=Y[:24], solver=solver).partial_fit(Y[:10])
     model = KDS(8, solver=solver, random_state=0).partial_fit(Y)
     with pytest.raises(ValueError, match="features"):
         model.partial_fit(np.c_[Y, Y])

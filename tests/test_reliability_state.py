@@ -232,11 +232,18 @@ def make_estimator(kind, **params):
 KINDS = ["KDS", "KDSClustering", "KDSEnsembleClustering"]
 
 
+def _with_init(model, atoms):
+    """``model`` with atoms given as init: a fit on fewer points than those
+    atoms fails after the data are validated (atoms from data would shrink)."""
+    name = "estimator__init" if isinstance(model, KDSEnsembleClustering) else "init"
+    return model.set_params(**{name: atoms})
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_failed_first_fit_leaves_the_estimator_unfitted(kind, Y):
-    """Fewer points than atoms: ValueError, and no attribute is set, so
-    check_is_fitted still refuses the estimator."""
-    model = make_estimator(kind)
+    """Fewer points than the atoms given as init: ValueError, and no
+    attribute is set, so check_is_fitted still refuses the estimator."""
+    model = _with_init(make_estimator(kind), np.zeros((8, Y.shape[1])))
     snap = snapshot(model)
     with pytest.raises(ValueError, match="n_atoms"):
         model.fit(Y[:5])
@@ -250,7 +257,7 @@ def test_failed_refit_on_other_features_keeps_the_fitted_model(kind, Y, Y4):
     """Fitted on 3 features, refitted on 4 and failing: the model is the
     3-feature one, and refuses 4-feature data rather than reading out of
     bounds."""
-    model = make_estimator(kind).fit(Y)
+    model = _with_init(make_estimator(kind).fit(Y), np.zeros((8, 4)))
     expected = model.transform(Y)
     snap = snapshot(model)
     with pytest.raises(ValueError, match="n_atoms"):
@@ -322,7 +329,7 @@ def test_interrupted_partial_fit_keeps_the_stream_state(Y, solver, monkeypatch):
 
 
 def test_failed_first_partial_fit_leaves_the_estimator_unfitted(Y):
-    model = KDS(8, **FAST)
+    model = KDS(8, init=np.zeros((8, Y.shape[1])), **FAST)
     snap = snapshot(model)
     with pytest.raises(ValueError, match="n_atoms"):
         model.partial_fit(Y[:5])
