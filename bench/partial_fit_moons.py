@@ -59,7 +59,7 @@ def main():
         warnings.simplefilter("ignore")
         full = KDS(**params).fit(Y)
     t_full = time.perf_counter() - t0
-    f_stream, f_full = -stream.score(Y), -full.score(Y)
+    f_stream, f_full = stream.objective(Y), full.objective(Y)
     print(f"partial_fit over the stream: {t_stream:6.1f} s, objective {f_stream:.6f}")
     print(f"fit (exact solver) on all:   {t_full:6.1f} s, objective {f_full:.6f} ({full.n_iter_} epochs)")
     print(f"objective ratio stream / full: {f_stream / f_full:.4f}")

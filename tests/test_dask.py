@@ -151,7 +151,7 @@ def test_synchronous_fit_transform_score_match_in_memory(moons, reference, sync)
     assert isinstance(codes, da.Array) and codes.chunks[0] == X.chunks[0]
     got, want = codes.compute(), ref_kds.transform(Y)
     assert got.shape == want.shape and abs(got - want).max() < 1e-12
-    assert kds.score(X) == pytest.approx(ref_kds.score(Y), rel=1e-12)
+    assert kds.objective(X) == pytest.approx(ref_kds.objective(Y), rel=1e-12)
 
     clu = KDSClustering(2, **PARAMS).fit(X)
     labels = clu.labels_.compute()

@@ -77,7 +77,7 @@ def test_all_points_identical():
     assert model.n_iter_ <= 3
     model, codes = fit_and_check(Y, 4)
     np.testing.assert_allclose(model.components_, np.tile(point, (4, 1)), atol=1e-12)
-    assert model.score(Y) == pytest.approx(0.0, abs=1e-12)
+    assert model.objective(Y) == pytest.approx(0.0, abs=1e-12)
 
 
 def test_all_points_identical_zero():
@@ -127,7 +127,7 @@ def test_as_many_atoms_as_points():
     rng = np.random.default_rng(4)
     Y = rng.normal(size=(12, 2))
     model, _ = fit_and_check(Y, 12, lam=1.0, n_iter=50, max_epochs=10)
-    assert -model.score(Y) < 0.05 * np.sum(np.var(Y, axis=0))
+    assert model.objective(Y) < 0.05 * np.sum(np.var(Y, axis=0))
 
 
 def test_as_many_atoms_as_points_with_duplicates():
@@ -408,7 +408,7 @@ def test_read_only_input():
         model = KDS(5, **FAST).fit(Rd)
         np.testing.assert_array_equal(model.components_, ref.components_)
         np.testing.assert_array_equal(model.transform(Rd).toarray(), ref.transform(Y.astype(dtype)).toarray())
-        assert np.isfinite(model.score(Rd))
+        assert np.isfinite(model.objective(Rd))
         assert_codes_on_simplex(KDS(5, **FAST).fit_transform(Rd), 60, 5, dtype)
         KDSClustering(2, n_atoms=5, **FAST).fit(Rd).predict(Rd)
         W = Rd[:5]

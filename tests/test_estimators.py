@@ -82,7 +82,7 @@ def test_unfitted_clustering_raises_not_fitted(method):
         getattr(KDSClustering(2, n_atoms=4), method)(Y)
 
 
-@pytest.mark.parametrize("method", ["transform", "inverse_transform", "score"])
+@pytest.mark.parametrize("method", ["transform", "inverse_transform", "objective"])
 def test_unfitted_kds_raises_not_fitted(method):
     Y, _ = make_moons(50, random_state=0)
     with pytest.raises(NotFittedError):
@@ -188,12 +188,14 @@ def test_kds_inverse_transform(kds_moons, codes_moons):
         kds_moons.inverse_transform(sp.csr_array(np.ones((3, 5))))
 
 
-def test_kds_score_is_minus_mean_objective(kds_moons, codes_moons, moons):
+def test_kds_objective_is_the_mean_objective(kds_moons, codes_moons, moons):
     Y, _ = moons
     expected = _naive.objective(Y, kds_moons.components_, codes_moons.toarray(), 5.0).mean()
-    score = kds_moons.score(Y)
-    assert np.isfinite(score)
-    assert score == pytest.approx(-expected, rel=1e-10)
+    objective = kds_moons.objective(Y)
+    assert np.isfinite(objective)
+    assert objective == pytest.approx(expected, rel=1e-10)
+    with pytest.warns(FutureWarning, match="deprecated"):  # score: minus the objective, until removed
+        assert kds_moons.score(Y) == -objective
 
 
 def test_kds_float32_preserved(moons):
@@ -311,7 +313,7 @@ def test_kds_same_result_for_any_n_jobs(chunk_size):
         model = KDS(24, lam=5.0, n_iter=15, max_epochs=10, random_state=0,
                     n_jobs=n_jobs, chunk_size=chunk_size).fit(Y)
         codes = model.transform(Y)
-        results.append((model.components_, codes.indptr, codes.indices, codes.data, model.score(Y)))
+        results.append((model.components_, codes.indptr, codes.indices, codes.data, model.objective(Y)))
     for a, b in zip(*results):
         assert np.array_equal(a, b)
 
@@ -360,8 +362,8 @@ def small_data():
 
 
 def _apply_methods(model):
-    """Methods taking new data: transform, and predict for the clustering."""
-    return ["transform", "predict"] if isinstance(model, KDSClustering) else ["transform", "score"]
+    """Methods taking new data: transform (and objective for KDS, predict for the clustering)."""
+    return ["transform", "predict"] if isinstance(model, KDSClustering) else ["transform", "objective"]
 
 
 @both
@@ -531,7 +533,7 @@ def test_pickle_kds(kds_moons, codes_moons, moons):
     assert np.array_equal(codes.indptr, codes_moons.indptr)
     assert np.array_equal(codes.indices, codes_moons.indices)
     assert np.array_equal(codes.data, codes_moons.data)
-    assert clone_.score(moons[0]) == kds_moons.score(moons[0])
+    assert clone_.objective(moons[0]) == kds_moons.objective(moons[0])
     assert np.array_equal(clone_.components_, kds_moons.components_)
 
 

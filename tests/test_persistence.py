@@ -86,7 +86,7 @@ def _assert_same_kds(loaded, model, Y):
     assert loaded.step_ == model.step_
     assert loaded.n_iter_ == model.n_iter_
     assert loaded.n_features_in_ == model.n_features_in_
-    assert loaded.score(Y) == model.score(Y)
+    assert loaded.objective(Y) == model.objective(Y)
 
 
 def _assert_same_spectral_step(loaded, model, Y):

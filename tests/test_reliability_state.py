@@ -178,13 +178,13 @@ def test_n_atoms_changed_after_fit_does_not_corrupt_the_codes(Y):
     uses the 8 fitted atoms (a valid CSR array of 8 columns), not 4."""
     model = KDS(8, **FAST).fit(Y)
     codes = model.transform(Y)
-    score = model.score(Y)
+    score = model.objective(Y)
     model.set_params(n_atoms=4)
     again = model.transform(Y)
     assert again.shape == (200, 8)
     again.check_format(full_check=True)
     np.testing.assert_array_equal(again.toarray(), codes.toarray())
-    assert model.score(Y) == score
+    assert model.objective(Y) == score
     np.testing.assert_allclose(model.inverse_transform(again), codes @ model.components_)
     model.partial_fit(Y)  # continues with the fitted atoms
     assert model.components_.shape == (8, 3)
@@ -207,12 +207,12 @@ def test_n_atoms_changed_after_fit_does_not_corrupt_the_codes(Y):
     ],
 )
 def test_parameters_changed_after_fit_are_checked_by_every_method(Y, param, value, error):
-    """transform, score and fit_transform check the parameters they read,
+    """transform, objective and fit_transform check the parameters they read,
     naming the parameter; the model is left as it was."""
     model = KDS(8, **FAST).fit(Y)
     model.set_params(**{param: value})
     snap = snapshot(model)
-    for method in (model.transform, model.score, model.fit_transform):
+    for method in (model.transform, model.objective, model.fit_transform):
         with pytest.raises(error, match=param):
             method(Y)
         assert_unchanged(model, snap)

@@ -99,7 +99,7 @@ def test_source_too_large_to_load_is_streamed(monkeypatch, moons):
     assert np.all(np.isfinite(kds.components_))
     ref = KDS(12, presample=None, **PARAMS).fit(Y)
     # a different seeding, an equally good fit
-    assert kds.score(Y) == pytest.approx(ref.score(Y), rel=0.15)
+    assert kds.objective(Y) == pytest.approx(ref.objective(Y), rel=0.15)
 
 
 def test_one_shot_iterator_transforms_but_does_not_fit(moons):
