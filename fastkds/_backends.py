@@ -5,9 +5,8 @@ estimator code around them. The CUDA backend is imported lazily, so importing
 fastkds never needs CUDA.
 """
 
-import warnings
-
 from ._config import default_chunk_size
+from .exceptions import DeviceFallbackWarning, warn
 
 DEVICES = ("cpu", "cuda", "auto")
 
@@ -89,12 +88,12 @@ def get_backend(device, encoder="apg"):
     if encoder != "apg":
         if device == "cuda":
             raise ValueError(_CPU_ONLY.format(encoder=encoder))
-        warnings.warn(f"device='auto': {_CPU_ONLY.format(encoder=encoder)}; running on the CPU", RuntimeWarning)
+        warn(f"device='auto': {_CPU_ONLY.format(encoder=encoder)}; running on the CPU", DeviceFallbackWarning)
         return CpuBackend()
     if device == "cuda":
         return CudaBackend()
     try:
         return CudaBackend()
     except (RuntimeError, ImportError) as exc:
-        warnings.warn(f"device='auto': no usable CUDA GPU, running on the CPU ({exc})", RuntimeWarning)
+        warn(f"device='auto': no usable CUDA GPU, running on the CPU ({exc})", DeviceFallbackWarning)
         return CpuBackend()

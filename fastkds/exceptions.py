@@ -27,6 +27,7 @@ __all__ = [
     "KDSConvergenceWarning",
     "OffCentreDataWarning",
     "TooFewSamplesWarning",
+    "DeviceFallbackWarning",
 ]
 
 
@@ -74,6 +75,11 @@ class TooFewSamplesWarning(KDSWarning):
     landmarks outnumber the samples; ``components_`` then has ``n_samples``
     rows and the codes as many columns.
     """
+
+
+class DeviceFallbackWarning(KDSWarning, RuntimeWarning):
+    """``device="auto"`` found no usable GPU for the work, and runs it on the
+    CPU; the message names the reason. Also a ``RuntimeWarning``."""
 
 
 def _library_dirs():

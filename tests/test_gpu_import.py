@@ -72,9 +72,14 @@ def test_device_cuda_without_gpu_names_the_cause_and_auto_falls_back():
         fastkds.KDS(4, device="cuda", max_epochs=1).fit(Y)
     with pytest.raises(ValueError, match="encoder='active-set' runs on the CPU only: pass encoder='apg'"):
         fastkds.KDS(4, device="cuda", encoder="active-set", max_epochs=1).fit(Y)
-    with pytest.warns(RuntimeWarning, match="running on the CPU"):
+    with pytest.warns(RuntimeWarning, match="running on the CPU") as record:
         model = fastkds.KDS(4, device="auto", max_epochs=1).fit(Y)
     assert model.transform(Y).shape == (50, 4)
+    # a fastkds warning class, located at the caller's line
+    from fastkds.exceptions import DeviceFallbackWarning
+
+    (w,) = [w for w in record if issubclass(w.category, DeviceFallbackWarning)]
+    assert w.filename == __file__
 
 
 def test_importing_the_gpu_module_leaves_numpy_alone():
