@@ -43,7 +43,7 @@ import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from ._config import numba_threads
-from ._validation import check_clustering_params, check_n_jobs
+from ._validation import check_clustering_params, check_n_jobs, fit_n_atoms
 from .solvers import SufficientStatistics, run_epoch
 from .spectral import BipartiteSpectrum, kmeans_labels, normalize_rows
 
@@ -391,11 +391,7 @@ def _fit_kds_validated(est, Y):
             "array use solver='exact', or compute the array first"
         )
     n, d = Y.shape
-    if n < p["n_atoms"]:
-        raise ValueError(
-            f"n_samples={n} is smaller than n_atoms={p['n_atoms']}: "
-            "KDS needs at least as many points as atoms"
-        )
+    p["n_atoms"] = fit_n_atoms(n, p["n_atoms"], est.init)
     rng = check_random_state(est.random_state)
     threads = thread_plan(p["n_jobs"])
     backend = DaskBackend(threads)

@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.utils import check_array
 
 from ._config import effective_n_jobs
+from .exceptions import TooFewSamplesWarning, warn
 
 FLOAT_DTYPES = (np.float64, np.float32)
 
@@ -138,3 +139,28 @@ def auto_n_atoms(n_samples, n_clusters=None):
     floor = max(AUTO_ATOMS_MIN, AUTO_ATOMS_PER_CLUSTER * (n_clusters or 0))
     m = min(max(int(round(np.sqrt(n_samples))), floor), max(AUTO_ATOMS_MAX, floor))
     return int(min(m, n_samples))
+
+
+def fit_n_atoms(n_samples, n_atoms, init):
+    """Atoms a fit on ``n_samples`` points learns: ``n_atoms``, or one per
+    point when there are fewer points, with a :class:`~fastkds.exceptions.TooFewSamplesWarning`.
+
+    The initial atoms are distinct data points, so there cannot be more of
+    them than points; scikit-learn's landmark methods (``Nystroem``,
+    ``QuantileTransformer``) shrink to the data in the same way. Atoms
+    given as an ``init`` array are not dropped: too few points for them is
+    an error.
+    """
+    if n_samples >= n_atoms:
+        return n_atoms
+    if not isinstance(init, str):
+        raise ValueError(
+            f"n_samples={n_samples} is smaller than n_atoms={n_atoms}, the atoms given as init: "
+            "KDS needs at least as many points as atoms"
+        )
+    warn(
+        f"n_samples={n_samples} is smaller than n_atoms={n_atoms}: learning {n_samples} atoms, "
+        f"one per point (components_ has {n_samples} rows, the codes {n_samples} columns)",
+        TooFewSamplesWarning,
+    )
+    return n_samples

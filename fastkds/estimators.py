@@ -17,10 +17,10 @@ from . import _dask
 from ._config import numba_threads
 from ._validation import (
     FLOAT_DTYPES, auto_n_atoms, check_clustering_params, check_n_jobs, check_nonneg_float, check_positive_int,
-    check_verbose,
+    check_verbose, fit_n_atoms,
 )
 from .diskcodes import DiskCodesWriter, check_out_folder
-from .exceptions import KDSConvergenceWarning, OffCentreDataWarning, TooFewSamplesWarning, warn
+from .exceptions import KDSConvergenceWarning, OffCentreDataWarning, warn
 from .encoding import (
     OFFSET_STEP_RATIO_WARN, PreparedDictionary, check_encoder, check_step, concatenate_csr, offset_step_ratio,
 )
@@ -235,31 +235,6 @@ def _check_init(init, n_atoms, n_features):
     if not np.all(np.isfinite(W)):
         raise ValueError("init array contains NaN or infinite values")
     return W
-
-
-def _fit_n_atoms(n_samples, n_atoms, init):
-    """Atoms a fit on ``n_samples`` points learns: ``n_atoms``, or one per
-    point when there are fewer points, with a :class:`TooFewSamplesWarning`.
-
-    The initial atoms are distinct data points, so there cannot be more of
-    them than points; scikit-learn's landmark methods (``Nystroem``,
-    ``QuantileTransformer``) shrink to the data in the same way. Atoms
-    given as an ``init`` array are not dropped: too few points for them is
-    an error.
-    """
-    if n_samples >= n_atoms:
-        return n_atoms
-    if not isinstance(init, str):
-        raise ValueError(
-            f"n_samples={n_samples} is smaller than n_atoms={n_atoms}, the atoms given as init: "
-            "KDS needs at least as many points as atoms"
-        )
-    warn(
-        f"n_samples={n_samples} is smaller than n_atoms={n_atoms}: learning {n_samples} atoms, "
-        f"one per point (components_ has {n_samples} rows, the codes {n_samples} columns)",
-        TooFewSamplesWarning,
-    )
-    return n_samples
 
 
 def _seeding_data(Y):
@@ -636,7 +611,7 @@ class KDS(_SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         """
         p = self._validated_params()
         n, d = Y.shape
-        p["n_atoms"] = _fit_n_atoms(n, p["n_atoms"], self.init)
+        p["n_atoms"] = fit_n_atoms(n, p["n_atoms"], self.init)
         backend = get_backend(self.device, p["encoder"])
         rng = check_random_state(self.random_state)
         if p["solver"] == "unrolled":
@@ -759,7 +734,7 @@ class KDS(_SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             rng = check_random_state(self.random_state)
             if first:
                 # the initial atoms are drawn from the first chunk
-                p["n_atoms"] = _fit_n_atoms(Y.shape[0], p["n_atoms"], self.init)
+                p["n_atoms"] = fit_n_atoms(Y.shape[0], p["n_atoms"], self.init)
                 W = self._initial_dictionary(Y, rng, p)
             else:
                 W = np.asarray(self.components_, dtype=np.float64)

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from fastkds import KDS, KDSClustering, clustering_accuracy, make_moons, solvers
+from fastkds.exceptions import TooFewSamplesWarning
 from fastkds.encoding import csr_from_dense
 from fastkds.solvers import SufficientStatistics
 
@@ -198,8 +199,10 @@ def test_bad_dask_input_is_refused_clearly(sync):
     X = da.from_array(Y, chunks=100)
     with pytest.raises(ValueError, match="unknown chunk sizes"):
         KDS(8).fit(X[X[:, 0] > 0])
-    with pytest.raises(ValueError, match="smaller than n_atoms"):
-        KDS(8).fit(X[:5])
+    with pytest.raises(ValueError, match="smaller than n_atoms"):  # atoms given as init cannot shrink
+        KDS(8, init=Y[:8]).fit(X[:5])
+    with pytest.warns(TooFewSamplesWarning, match="n_atoms=8"):  # as in memory: one atom per point
+        assert KDS(8, max_epochs=2).fit(X[:5]).components_.shape == (5, Y.shape[1])
     with pytest.raises(ValueError, match="solver='exact'"):
         KDS(8, solver="unrolled").fit(X)
     with pytest.raises(ValueError, match="device='cuda'"):

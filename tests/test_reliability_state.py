@@ -340,7 +340,7 @@ def test_failed_first_partial_fit_leaves_the_estimator_unfitted(Y):
 
 def test_failed_dask_fit_leaves_the_estimator_unfitted(Y):
     da = pytest.importorskip("dask.array")
-    model = KDS(8, **FAST)
+    model = KDS(8, init=np.zeros((8, Y.shape[1])), **FAST)
     snap = snapshot(model)
     with pytest.raises(ValueError, match="n_atoms"):
         model.fit(da.from_array(Y[:5], chunks=(3, 3)))
