@@ -20,7 +20,7 @@ def typed_constants(m, dtype):
 
 
 def momentum(n_iter, dtype):
-    """Momentum coefficients ``t / (t + 3)``, t = 0..T-1 (SPEC section 3)."""
+    """Momentum coefficients ``t / (t + 3)``, t = 0..T-1."""
     t = np.arange(n_iter, dtype=np.float64)
     return (t / (t + 3.0)).astype(dtype)
 
@@ -144,7 +144,7 @@ class PreparedDictionary:
         ``"centred"``: the encoder runs on the centred problem (points and
         atoms less the mean atom), with ``alpha = 1 / sigma_max(W - mean
         atom)^2``: the same objective and optimum, with codes that do not
-        depend on where the data sit (SPEC 3a).
+        depend on where the data sit (docs/algorithm.md).
         ``"paper"``: the paper's iteration on the data as given, ``alpha = 1
         / sigma_max(W)^2``.
     encoder : {"apg", "active-set"}, default="apg"
@@ -361,9 +361,9 @@ def sparse_encode(
 
     Minimises ``1/2 ||y - x W||^2 + lam * sum_j x_j ||y - w_j||^2`` over the
     simplex for each point: by T steps of the paper's accelerated projected
-    gradient from x = 0 (SPEC section 3) with step ``1 / sigma_max(W - mean
-    atom)^2`` (SPEC 3a) or the paper's ``1 / sigma_max(W)^2``, or exactly by
-    an active-set method (SPEC 3b).
+    gradient from x = 0 with step ``1 / sigma_max(W - mean
+    atom)^2`` or the paper's ``1 / sigma_max(W)^2``, or exactly by
+    an active-set method (docs/algorithm.md).
 
     Parameters
     ----------

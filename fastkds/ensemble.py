@@ -7,8 +7,8 @@ different ones from seed to seed (docs/experiments.md). Fitting r
 dictionaries from independent initial atoms and coding every point in each
 gives r bipartite graphs on the same points; side by side, with the codes
 scaled by 1/r so that every point still has degree 1, they form one
-bipartite graph with r*m atoms. Its spectral embedding (SPEC section 6,
-unchanged) is that of the point-point affinity ``Z Z^T``, with
+bipartite graph with r*m atoms. Its spectral embedding (unchanged;
+docs/algorithm.md, "Clustering") is that of the point-point affinity ``Z Z^T``, with
 ``Z = X diag(s)^(-1/2)``, and for the joint graph that affinity is the mean
 of the r dictionaries' own: a point misplaced by one dictionary is held in
 place by the others. Time and memory stay linear in n: r fits, r
@@ -71,7 +71,7 @@ class KDSEnsembleClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, T
     point in each dictionary, and places the codes side by side, scaled by
     ``1 / n_estimators``: the rows stay on the probability simplex, now over
     ``n_estimators * n_atoms`` atoms. The points are then embedded and
-    clustered exactly as in :class:`~fastkds.KDSClustering` (SPEC section 6).
+    clustered exactly as in :class:`~fastkds.KDSClustering`.
     The result depends far less on the draw of initial atoms than one
     dictionary's does; it costs ``n_estimators`` fits.
 

@@ -338,7 +338,7 @@ class KDS(_SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
     __doc__ = """K-Deep Simplex: a dictionary of landmark atoms and sparse simplex codes.
 
     Learns ``n_atoms`` atoms W (m x d) and codes every point as a convex
-    combination of nearby atoms by minimising (SPEC section 2)::
+    combination of nearby atoms by minimising::
 
         (1/n) sum_i 1/2 ||y_i - x_i W||^2 + lam * sum_j x_ij ||y_i - w_j||^2
 
@@ -1020,7 +1020,7 @@ class KDSClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, Transform
     __doc__ = """Spectral clustering on the K-Deep Simplex code graph, linear in n.
 
     Fits :class:`KDS`, then embeds the points through the bipartite
-    point-atom graph of their codes (an m x m eigenproblem, SPEC section 6),
+    point-atom graph of their codes (an m x m eigenproblem; docs/algorithm.md),
     normalises the rows and runs k-means (Ng, Jordan, Weiss).
 
     Parameters
@@ -1057,7 +1057,7 @@ class KDSClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, Transform
         see ``fastkds.spectral.BipartiteSpectrum.n_columns``). Either
         threshold is at least 5 points (``fastkds.spectral.MIN_CLUSTER_POINTS``),
         which matters on small data only. 0 gives the plain embedding of the
-        paper (SPEC section 6).
+        paper (docs/algorithm.md, "Clustering").
     n_init : int, default=10
         k-means restarts.
     max_clusters : int, default=20

@@ -2,7 +2,7 @@
 for the exact solver.
 
 Each chunk is encoded with the current dictionary and its sufficient
-statistics ``X^T X``, ``s = X^T 1`` and ``X^T Y`` (SPEC 5a) are added to
+statistics ``X^T X``, ``s = X^T 1`` and ``X^T Y`` (docs/algorithm.md, "Dictionary") are added to
 running sums after these are decayed, as in online dictionary learning
 (Mairal, Bach, Ponce, Sapiro, JMLR 2010, section 3.4, and scikit-learn's
 MiniBatchDictionaryLearning)::

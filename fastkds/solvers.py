@@ -1,5 +1,5 @@
 """Dictionary learning by alternating minimisation with the exact dictionary
-step (SPEC 5a), streamed over chunks so memory does not grow with n.
+step (docs/algorithm.md, "Dictionary"), streamed over chunks so memory does not grow with n.
 
 One epoch encodes every chunk with the current dictionary and accumulates the
 sufficient statistics ``X^T X``, ``s = X^T 1`` and ``X^T Y``; the new dictionary

@@ -1,4 +1,4 @@
-"""Spectral embedding of the bipartite point-atom graph, linear in n (SPEC 6).
+"""Spectral embedding of the bipartite point-atom graph, linear in n (docs/algorithm.md, "Clustering").
 
 The codes X (n x m, rows on the simplex) are the edge weights between points
 and atoms. With ``s = X^T 1`` and ``M = diag(s)^(-1/2) X^T X diag(s)^(-1/2)``
