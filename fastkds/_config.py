@@ -1,9 +1,11 @@
 """Thread control and memory-budget defaults shared by the wrappers."""
 
+import numbers
 import threading
 from contextlib import contextmanager, nullcontext
 
 import numba
+import numpy as np
 from threadpoolctl import threadpool_limits
 
 # Numba's workqueue threading layer is not thread-safe: two Python threads
@@ -24,8 +26,10 @@ def effective_n_jobs(n_jobs):
     max_threads = numba.config.NUMBA_NUM_THREADS
     if n_jobs is None:
         return max_threads
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int):
-        raise TypeError(f"n_jobs must be an int or None, got {n_jobs!r}")
+    # NumPy integers count, as for every integer parameter; bools do not
+    if isinstance(n_jobs, (bool, np.bool_)) or not isinstance(n_jobs, numbers.Integral):
+        raise TypeError(f"n_jobs must be an int or None, got {type(n_jobs).__name__} {n_jobs!r}")
+    n_jobs = int(n_jobs)
     if n_jobs == 0:
         raise ValueError("n_jobs == 0 has no meaning; use None, -1 or a positive int")
     if n_jobs < 0:

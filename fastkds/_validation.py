@@ -67,17 +67,12 @@ def check_verbose(verbose):
 
 
 def check_n_jobs(n_jobs):
-    """``n_jobs`` as None or a Python int, or a clear TypeError/ValueError.
-
-    NumPy integers are accepted, as for every integer parameter.
-    """
+    """``n_jobs`` as None or a Python int, or a clear TypeError/ValueError
+    (the rule is :func:`fastkds._config.effective_n_jobs`'s)."""
     if n_jobs is None:
         return None
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
-        raise TypeError(f"n_jobs must be an int or None, got {type(n_jobs).__name__} {n_jobs!r}")
-    n_jobs = int(n_jobs)
-    effective_n_jobs(n_jobs)  # the range rule lives there
-    return n_jobs
+    effective_n_jobs(n_jobs)
+    return int(n_jobs)
 
 
 def check_clustering_params(est):
