@@ -198,6 +198,9 @@ _INTERRUPTED_CLUSTER = """
         time.sleep(120)  # interrupted by the signal at once
 
     estimators.KDSClustering.fit = fit
+    # Ctrl-C reaches the process as at a terminal, even where the test runner
+    # was started in the background (which starts children with SIGINT ignored)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.exit(main(["cluster", "points.npy", "--k", "2", "--quiet", "-o", "labels.npy"]))
 """
 
