@@ -526,7 +526,7 @@ def chosen_note(exp, seeds):
         if not seen
         else f"these figures include seeds it saw ({len(seen)} of {len(list(seeds))}), so they overstate"
     )
-    return f"chosen by accuracy on seeds {_span(exp.chosen_on)}: {exp.chosen}; {verdict}"
+    return f"Chosen by accuracy on seeds {_span(exp.chosen_on)}: {exp.chosen}; {verdict}"
 
 
 def format_table(rows, grid=None):
