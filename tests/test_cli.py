@@ -132,7 +132,7 @@ def test_cluster_unknown_extension(tmp_path):
     data.write_text("[]")
     with pytest.raises(SystemExit) as excinfo:
         main(["cluster", str(data), *CLUSTER_OPTS, "-o", str(tmp_path / "labels.npy")])
-    assert ".npy or .csv" in _exit_message(excinfo)
+    assert ".npy, .csv, .tsv or .txt" in _exit_message(excinfo)
 
 
 def test_cluster_invalid_data_is_an_error_message(tmp_path):
