@@ -1,9 +1,22 @@
-"""Figures of the paper's experiments (matplotlib, the optional ``plot`` extra).
+"""Plotting helpers for fitted models and the paper's figures (matplotlib,
+the optional ``plot`` extra).
+
+Each ``plot_*`` helper draws on the Axes given as ``ax=`` and returns it, as
+seaborn's and scikit-learn's helpers do, so figures with several panels are
+built the usual way::
+
+    fig, (left, right) = plt.subplots(1, 2)
+    plot_atoms_2d(Y, y, model.components_, ax=left)
+    plot_embedding(model.embedding_, y, ax=right)
+
+Without ``ax`` a helper opens a new figure through :mod:`matplotlib.pyplot`
+(so ``plt.show()``, ``ax.figure.show()`` and notebooks display it) and
+returns its Axes. No helper calls ``plt.show()``. :func:`paper_figures`
+draws on figures outside pyplot's state, so a run writing many files keeps
+none of them open.
 
 matplotlib is imported only when a figure is drawn; without it every
-function raises an ImportError that names the extra to install. Figures are
-built on :class:`matplotlib.figure.Figure` directly (no pyplot state), so
-they work on machines without a display.
+function raises an ImportError that names the extra to install.
 """
 
 import os
@@ -18,6 +31,12 @@ def require_matplotlib():
     -------
     module
         The ``matplotlib`` module.
+
+    Examples
+    --------
+    >>> from fastkds.plotting import require_matplotlib
+    >>> require_matplotlib().__name__
+    'matplotlib'
     """
     try:
         import matplotlib
@@ -29,66 +48,132 @@ def require_matplotlib():
 
 
 def _figure(figsize):
+    """A Figure outside pyplot's state (for files written in a loop)."""
     require_matplotlib()
     from matplotlib.figure import Figure
 
     return Figure(figsize=figsize, layout="constrained")
 
 
-def plot_atoms_2d(Y, labels, atoms, *, title=None, max_points=5000, random_state=0):
+def _axes(ax, figsize):
+    """``ax``, or the Axes of a new pyplot figure of size ``figsize``."""
+    require_matplotlib()
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    return plt.figure(figsize=figsize, layout="constrained").add_subplot()
+
+
+def _subsample(max_points, random_state, n, *arrays):
+    """The arrays restricted to a random subset of at most ``max_points`` rows."""
+    if max_points is None or n <= max_points:
+        return arrays
+    keep = np.random.default_rng(random_state).choice(n, max_points, replace=False)
+    return tuple(None if a is None else a[keep] for a in arrays)
+
+
+def plot_atoms_2d(Y, labels, atoms, *, ax=None, title=None, max_points=5000, random_state=0):
     """Two-dimensional data coloured by label, with the learned atoms on top.
 
     Parameters
     ----------
-    Y : ndarray of shape (n, 2)
-    labels : ndarray of shape (n,)
-    atoms : ndarray of shape (m, 2)
-    title : str or None
-    max_points : int, default=5000
-        Plot a random subset of at most this many points.
+    Y : array-like of shape (n, 2)
+        The points.
+    labels : array-like of shape (n,) or None
+        Colours of the points (true classes or ``labels_``); None draws
+        them all in grey.
+    atoms : array-like of shape (m, 2)
+        The dictionary, e.g. ``KDS.components_``, drawn as black crosses.
+    ax : matplotlib.axes.Axes or None, default=None
+        Axes to draw on; None opens a new figure.
+    title : str or None, default=None
+        Title of the Axes.
+    max_points : int or None, default=5000
+        Draw a random subset of at most this many points (None: all).
     random_state : int, default=0
         Seeds that subset.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    matplotlib.axes.Axes
+        The Axes drawn on: two collections, the points then the atoms, a
+        legend and an equal aspect ratio.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from fastkds import KDS, make_moons
+    >>> from fastkds.plotting import plot_atoms_2d
+    >>> Y, y = make_moons(1000, random_state=0)
+    >>> kds = KDS(12, lam=5.0, n_iter=10, random_state=0).fit(Y)
+    >>> fig, ax = plt.subplots()
+    >>> plot_atoms_2d(Y, y, kds.components_, ax=ax) is ax
+    True
+    >>> len(ax.collections)
+    2
+    >>> plt.close(fig)
     """
     Y, atoms = np.asarray(Y), np.asarray(atoms)
     if Y.ndim != 2 or Y.shape[1] != 2 or atoms.ndim != 2 or atoms.shape[1] != 2:
         raise ValueError(f"plot_atoms_2d needs 2-D points and atoms, got {Y.shape} and {atoms.shape}")
-    if Y.shape[0] > max_points:
-        keep = np.random.default_rng(random_state).choice(Y.shape[0], max_points, replace=False)
-        Y, labels = Y[keep], np.asarray(labels)[keep]
-    fig = _figure((4.2, 3.6))
-    ax = fig.add_subplot()
-    ax.scatter(Y[:, 0], Y[:, 1], c=labels, s=2, cmap="coolwarm", alpha=0.45, linewidths=0)
+    if labels is not None:
+        labels = np.asarray(labels)
+        if labels.shape != (Y.shape[0],):
+            raise ValueError(f"{labels.shape[0] if labels.ndim else 0} labels for {Y.shape[0]} points")
+    Y, labels = _subsample(max_points, random_state, Y.shape[0], Y, labels)
+    ax = _axes(ax, (4.2, 3.6))
+    if labels is None:
+        ax.scatter(Y[:, 0], Y[:, 1], s=2, c="0.6", alpha=0.45, linewidths=0)
+    else:
+        ax.scatter(Y[:, 0], Y[:, 1], c=labels, s=2, cmap="coolwarm", alpha=0.45, linewidths=0)
     ax.scatter(atoms[:, 0], atoms[:, 1], s=28, c="black", marker="x", linewidths=1.4, label=f"{len(atoms)} atoms")
     ax.set_aspect("equal")
     ax.legend(loc="upper right", fontsize=8, frameon=False)
     if title:
         ax.set_title(title, fontsize=10)
-    return fig
+    return ax
 
 
-def plot_heatmap(n_atoms, deltas, accuracy, *, title=None):
+def plot_heatmap(n_atoms, deltas, accuracy, *, ax=None, title=None, colorbar=True):
     """Accuracy over a grid of atom counts (rows) and separations (columns).
 
     Parameters
     ----------
     n_atoms : sequence of int
+        Row labels.
     deltas : sequence of float
-    accuracy : ndarray of shape (len(n_atoms), len(deltas))
-    title : str or None
+        Column labels.
+    accuracy : array-like of shape (len(n_atoms), len(deltas))
+        Values in [0.5, 1] (the colour scale); each cell is written in it.
+    ax : matplotlib.axes.Axes or None, default=None
+        Axes to draw on; None opens a new figure.
+    title : str or None, default=None
+        Title of the Axes.
+    colorbar : bool, default=True
+        Add a colour bar beside ``ax`` (a second Axes of its figure).
 
     Returns
     -------
-    matplotlib.figure.Figure
+    matplotlib.axes.Axes
+        The Axes of the heat map (one image and one text per cell), not the
+        colour bar's.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from fastkds.plotting import plot_heatmap
+    >>> fig, ax = plt.subplots()
+    >>> accuracy = [[0.6, 0.9, 1.0], [0.7, 1.0, 1.0]]
+    >>> ax = plot_heatmap([10, 20], [0.1, 0.2, 0.3], accuracy, ax=ax)
+    >>> len(ax.images), len(ax.texts), len(fig.axes)
+    (1, 6, 2)
+    >>> plt.close(fig)
     """
     accuracy = np.asarray(accuracy, dtype=float)
     if accuracy.shape != (len(n_atoms), len(deltas)):
         raise ValueError(f"accuracy has shape {accuracy.shape}, expected ({len(n_atoms)}, {len(deltas)})")
-    fig = _figure((5.0, 3.8))
-    ax = fig.add_subplot()
+    ax = _axes(ax, (5.0, 3.8))
     im = ax.imshow(accuracy, origin="lower", cmap="viridis", vmin=0.5, vmax=1.0, aspect="auto")
     ax.set_xticks(range(len(deltas)), [f"{d:g}" for d in deltas])
     ax.set_yticks(range(len(n_atoms)), [str(m) for m in n_atoms])
@@ -99,35 +184,64 @@ def plot_heatmap(n_atoms, deltas, accuracy, *, title=None):
             a = accuracy[i, j]
             ax.text(j, i, f"{a:.2f}"[1:] if a < 1 else "1", ha="center", va="center", fontsize=7,
                     color="black" if a > 0.8 else "white")
-    fig.colorbar(im, ax=ax, label="accuracy")
+    if colorbar:
+        ax.figure.colorbar(im, ax=ax, label="accuracy")
     if title:
         ax.set_title(title, fontsize=10)
-    return fig
+    return ax
 
 
-def plot_atom_grid(atoms, image_shape, *, n_cols=10, n_rows=None, title=None):
+def _atom_grid_shape(m, n_cols, n_rows):
+    return (min(10, -(-m // n_cols)) if n_rows is None else n_rows), n_cols
+
+
+def _atom_grid_size(n_rows, n_cols, title):
+    return 0.5 * n_cols, 0.5 * n_rows + (0.3 if title else 0)
+
+
+def plot_atom_grid(atoms, image_shape, *, ax=None, n_cols=10, n_rows=None, title=None):
     """A grid of atoms drawn as images (e.g. learned MNIST atoms).
+
+    Each atom is scaled to [0, 1] on its own and drawn dark on light, in one
+    image with a one-pixel gap between atoms.
 
     Parameters
     ----------
-    atoms : ndarray of shape (m, height * width)
+    atoms : array-like of shape (m, height * width)
+        The dictionary, e.g. ``KDS.components_``, one image per row.
     image_shape : (int, int)
+        ``(height, width)`` of one image.
+    ax : matplotlib.axes.Axes or None, default=None
+        Axes to draw on; None opens a new figure sized to the grid.
     n_cols : int, default=10
-    n_rows : int or None
+        Atoms per row of the grid.
+    n_rows : int or None, default=None
         Defaults to as many rows as needed, at most 10; the first
         ``n_rows * n_cols`` atoms are drawn.
-    title : str or None
+    title : str or None, default=None
+        Title of the Axes.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    matplotlib.axes.Axes
+        The Axes drawn on: one image, axis lines off.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import matplotlib.pyplot as plt
+    >>> from fastkds.plotting import plot_atom_grid
+    >>> atoms = np.random.default_rng(0).random((12, 28 * 28))
+    >>> ax = plot_atom_grid(atoms, (28, 28), n_cols=6)
+    >>> ax.images[0].get_array().shape    # 2 x 6 images of 28 x 28
+    (59, 175)
+    >>> plt.close(ax.figure)
     """
     atoms = np.asarray(atoms)
     h, w = image_shape
     if atoms.ndim != 2 or atoms.shape[1] != h * w:
         raise ValueError(f"atoms of shape {atoms.shape} are not images of shape {image_shape}")
-    if n_rows is None:
-        n_rows = min(10, -(-atoms.shape[0] // n_cols))
+    n_rows, n_cols = _atom_grid_shape(atoms.shape[0], n_cols, n_rows)
     count = min(atoms.shape[0], n_rows * n_cols)
     canvas = np.full((n_rows * (h + 1) + 1, n_cols * (w + 1) + 1), np.nan)
     for idx in range(count):
@@ -137,48 +251,64 @@ def plot_atom_grid(atoms, image_shape, *, n_cols=10, n_rows=None, title=None):
         canvas[1 + r * (h + 1) : 1 + r * (h + 1) + h, 1 + c * (w + 1) : 1 + c * (w + 1) + w] = (
             (a - a.min()) / span if span > 0 else 0.0
         )
-    fig = _figure((0.5 * n_cols, 0.5 * n_rows + (0.3 if title else 0)))
-    ax = fig.add_subplot()
+    ax = _axes(ax, _atom_grid_size(n_rows, n_cols, title))
     ax.imshow(canvas, cmap="gray_r", interpolation="nearest")
     ax.set_axis_off()
     if title:
         ax.set_title(title, fontsize=10)
-    return fig
+    return ax
 
 
-def plot_embedding(embedding, labels, *, title=None, max_points=5000, random_state=0):
-    """The spectral embedding coloured by the true label.
+def plot_embedding(embedding, labels, *, ax=None, title=None, max_points=5000, random_state=0):
+    """The spectral embedding coloured by label, one colour per label.
 
     The embedding's rows are projected on their two leading principal axes.
 
     Parameters
     ----------
-    embedding : ndarray of shape (n, k)
+    embedding : array-like of shape (n, k)
         E.g. ``KDSClustering.embedding_``.
-    labels : ndarray of shape (n,)
-    title : str or None
-    max_points : int, default=5000
+    labels : array-like of shape (n,)
+        True classes or ``labels_``; one scatter and one legend entry each.
+    ax : matplotlib.axes.Axes or None, default=None
+        Axes to draw on; None opens a new figure.
+    title : str or None, default=None
+        Title of the Axes.
+    max_points : int or None, default=5000
+        Draw a random subset of at most this many points (None: all).
     random_state : int, default=0
+        Seeds that subset.
 
     Returns
     -------
-    matplotlib.figure.Figure
+    matplotlib.axes.Axes
+        The Axes drawn on: one collection per distinct label, and a legend.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from fastkds import KDSClustering, make_moons
+    >>> from fastkds.plotting import plot_embedding
+    >>> Y, y = make_moons(1000, random_state=0)
+    >>> model = KDSClustering(2, n_atoms=12, lam=5.0, n_iter=10,
+    ...                       random_state=0).fit(Y)
+    >>> ax = plot_embedding(model.embedding_, y)
+    >>> len(ax.collections)
+    2
+    >>> plt.close(ax.figure)
     """
     E = np.asarray(embedding, dtype=float)
     labels = np.asarray(labels)
     if E.ndim != 2 or E.shape[0] != labels.shape[0]:
         raise ValueError(f"embedding of shape {E.shape} does not match {labels.shape[0]} labels")
-    if E.shape[0] > max_points:
-        keep = np.random.default_rng(random_state).choice(E.shape[0], max_points, replace=False)
-        E, labels = E[keep], labels[keep]
+    E, labels = _subsample(max_points, random_state, E.shape[0], E, labels)
     centred = E - E.mean(axis=0)
     if E.shape[1] > 2:
         _, _, Vt = np.linalg.svd(centred, full_matrices=False)
         P = centred @ Vt[:2].T
     else:
         P = np.c_[centred, np.zeros((E.shape[0], 2 - E.shape[1]))]
-    fig = _figure((4.4, 3.8))
-    ax = fig.add_subplot()
+    ax = _axes(ax, (4.4, 3.8))
     for value in np.unique(labels):
         sel = labels == value
         ax.scatter(P[sel, 0], P[sel, 1], s=3, alpha=0.5, linewidths=0, label=str(value))
@@ -187,12 +317,12 @@ def plot_embedding(embedding, labels, *, title=None, max_points=5000, random_sta
     ax.set_ylabel("principal axis 2")
     if title:
         ax.set_title(title, fontsize=10)
-    return fig
+    return ax
 
 
-def _save(fig, directory, name):
+def _save(ax, directory, name):
     path = os.path.join(directory, name)
-    fig.savefig(path, dpi=100)
+    ax.figure.savefig(path, dpi=100)
     return path
 
 
@@ -229,26 +359,29 @@ def paper_figures(rows, grid, directory, *, quick=False):
         r = by_name["moons"]
         Y, y = r.data
         written.append(_save(plot_atoms_2d(
-            Y, y, r.model.components_,
+            Y, y, r.model.components_, ax=_figure((4.2, 3.6)).add_subplot(),
             title=f"noisy moons: {r.exp.n_atoms} learned atoms (n={len(Y)})"), directory, "moons_atoms.png"))
     if grid is not None and grid.accuracy is not None:
         written.append(_save(plot_heatmap(
-            grid.n_atoms, grid.deltas, grid.accuracy.mean(axis=2),
+            grid.n_atoms, grid.deltas, grid.accuracy.mean(axis=2), ax=_figure((5.0, 3.8)).add_subplot(),
             title=f"concentric circles: KDS accuracy (n={grid.n_samples})"), directory, "circles_heatmap.png"))
         m = 12 if quick else 100
         Y, y = make_circles(300 if quick else grid.n_samples, 0.15, random_state=0)
         model, _ = _fit_kds(Y, 2, m, grid.lam, grid.n_iter, 100, 0)
         written.append(_save(plot_atoms_2d(
-            Y, y, model.components_, title=f"concentric circles, delta=0.15: {m} learned atoms"),
+            Y, y, model.components_, ax=_figure((4.2, 3.6)).add_subplot(),
+            title=f"concentric circles, delta=0.15: {m} learned atoms"),
             directory, "circles_atoms.png"))
     if "mnist5" in by_name:
         r = by_name["mnist5"]
+        title = f"MNIST-5: {min(100, r.exp.n_atoms)} of the {r.exp.n_atoms} learned atoms"
+        n_rows, n_cols = _atom_grid_shape(len(r.model.components_), 10, None)
         written.append(_save(plot_atom_grid(
-            r.model.components_, (28, 28), title=f"MNIST-5: {min(100, r.exp.n_atoms)} of the {r.exp.n_atoms} learned atoms"),
-            directory, "mnist_atoms.png"))
+            r.model.components_, (28, 28), ax=_figure(_atom_grid_size(n_rows, n_cols, title)).add_subplot(),
+            n_cols=n_cols, n_rows=n_rows, title=title), directory, "mnist_atoms.png"))
     embedded = by_name.get("mnist5") or next(iter(by_name.values()), None)
     if embedded is not None:
         written.append(_save(plot_embedding(
-            embedded.model.embedding_, embedded.data[1],
+            embedded.model.embedding_, embedded.data[1], ax=_figure((4.4, 3.8)).add_subplot(),
             title=f"{embedded.exp.title}: spectral embedding of the codes"), directory, "embedding.png"))
     return written
