@@ -215,8 +215,8 @@ def test_plotting_input_checks():
         plotting.plot_atom_grid(np.zeros((4, 10)), (3, 3))
     with pytest.raises(ValueError, match="does not match"):
         plotting.plot_embedding(np.zeros((5, 2)), np.zeros(4))
-    fig = plotting.plot_atom_grid(np.random.default_rng(0).random((23, 9)), (3, 3), n_cols=5)
-    assert fig.axes[0].images[0].get_array().shape == (5 * 4 + 1, 5 * 4 + 1)
+    ax = plotting.plot_atom_grid(np.random.default_rng(0).random((23, 9)), (3, 3), n_cols=5)
+    assert ax.images[0].get_array().shape == (5 * 4 + 1, 5 * 4 + 1)
 
 
 def test_preprocess_matches_sklearn():
