@@ -45,6 +45,7 @@ from sklearn.utils import check_random_state
 from ._config import numba_threads
 from ._validation import check_clustering_params, check_n_jobs, fit_n_atoms
 from .solvers import SufficientStatistics, run_epoch
+from .sources import random_rows
 from .spectral import BipartiteSpectrum, kmeans_labels, normalize_rows
 
 #: Partial statistics merged per task of the tree reduction.
@@ -403,7 +404,7 @@ def _fit_kds_validated(est, Y):
     if n_pre:
         # nested subsamples, as in memory: the first `size` of one random
         # permutation; one gather of the largest, the others taken from it
-        order = rng.choice(n, ladder[-1], replace=False)
+        order = random_rows(rng, n, ladder[-1])
         rows = np.sort(order)
         largest = _gather_rows(Y, rows)
         samples = [largest[np.searchsorted(rows, np.sort(order[:size]))] for size in ladder]
@@ -415,7 +416,7 @@ def _fit_kds_validated(est, Y):
     else:
         # too large to gather: k-means++ on a random subsample seeds the atoms
         size = min(n, max(20_000, 200 * p["n_atoms"]))
-        Y_first = _gather_rows(Y, np.sort(rng.choice(n, size, replace=False)))
+        Y_first = _gather_rows(Y, np.sort(random_rows(rng, n, size)))
     W = est._initial_dictionary(Y_first, rng, p)
     from ._backends import CpuBackend
 

@@ -13,6 +13,7 @@ folder and then renamed over its final name; a map of the old file keeps
 the old contents.
 """
 
+import mmap
 import os
 import secrets
 
@@ -25,9 +26,9 @@ _HEADER_BYTES = 128
 _NAMES = ("indptr", "indices", "data")
 
 
-def _npy_header(dtype, length):
+def _npy_header(dtype, shape):
     """A version 1.0 .npy header of exactly ``_HEADER_BYTES`` bytes."""
-    text = repr({"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": (length,)})
+    text = repr({"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": tuple(shape)})
     body_len = _HEADER_BYTES - 10  # magic (6) + version (2) + header length (2)
     text = text.ljust(body_len - 1) + "\n"
     if len(text) != body_len:
@@ -35,30 +36,44 @@ def _npy_header(dtype, length):
     return b"\x93NUMPY\x01\x00" + body_len.to_bytes(2, "little") + text.encode("latin1")
 
 
-class _NpyAppender:
-    """A 1-D .npy file grown by appending, under a temporary name in the
+class NpyAppender:
+    """A .npy file grown by appending rows, under a temporary name in the
     folder of ``path``; :meth:`close` fixes the header, :meth:`commit`
-    renames it to ``path``."""
+    renames it to ``path``.
 
-    def __init__(self, path, dtype):
+    Parameters
+    ----------
+    path : str
+        The file's final name.
+    dtype : numpy dtype
+    row_shape : tuple, default=()
+        Shape of one row: () for a 1-D file, ``(c,)`` for an n x c one.
+    """
+
+    def __init__(self, path, dtype, row_shape=()):
         self.path = path
         self.dtype = np.dtype(dtype)
+        self.row_shape = tuple(row_shape)
         self.length = 0
         folder, base = os.path.split(path)
         self.tmp = os.path.join(folder, f".{base}.{secrets.token_hex(6)}.tmp")
         # a new file (O_EXCL), with the usual umask permissions (mode 0o666)
         fd = os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
         self._file = os.fdopen(fd, "wb")
-        self._file.write(_npy_header(self.dtype, 0))
+        self._file.write(_npy_header(self.dtype, (0, *self.row_shape)))
 
     def append(self, values):
+        """Write rows after those already written."""
         values = np.ascontiguousarray(values, dtype=self.dtype)
+        if values.shape[1:] != self.row_shape:
+            raise ValueError(f"rows of shape {values.shape[1:]} appended to a file of rows {self.row_shape}")
         self._file.write(values.data)
         self.length += values.shape[0]
 
     def close(self):
+        """Write the final shape into the header; the file stays under its temporary name."""
         self._file.seek(0)
-        self._file.write(_npy_header(self.dtype, self.length))
+        self._file.write(_npy_header(self.dtype, (self.length, *self.row_shape)))
         self._file.close()
 
     def commit(self):
@@ -98,7 +113,7 @@ class DiskCodesWriter:
         try:
             # int64 indices like indptr: scipy would otherwise copy both to a common index type
             for name, file_dtype in zip(_NAMES, (np.int64, np.int64, dtype)):
-                self._files.append(_NpyAppender(os.path.join(self.path, f"{name}.npy"), file_dtype))
+                self._files.append(NpyAppender(os.path.join(self.path, f"{name}.npy"), file_dtype))
         except BaseException:
             self.abort()
             raise
@@ -114,22 +129,149 @@ class DiskCodesWriter:
         self._data.append(data)
         self._nnz += indices.shape[0]
 
-    def close(self):
-        """Finish the files, rename them into place and return the codes, memory-mapped."""
+    def close(self, commit=True):
+        """Finish the files and, with ``commit``, rename them into place and
+        return the codes, memory-mapped.
+
+        ``commit=False`` leaves the finished files under their temporary
+        names (:attr:`temporary_paths`) for :meth:`commit`, so that a fit
+        writing several results can put them all in place at the end.
+        """
         try:
             for f in self._files:
                 f.close()
-            for f in self._files:
-                f.commit()
+            if not commit:
+                return None
+            self.commit()
         except BaseException:
             self.abort()
             raise
         return load_codes(self.path, n_atoms=self.n_atoms)
 
+    @property
+    def temporary_paths(self):
+        """``{"indptr": path, "indices": ..., "data": ...}`` of the files before :meth:`commit`."""
+        return {name: f.tmp for name, f in zip(_NAMES, self._files)}
+
+    def commit(self):
+        """Rename the closed files into place."""
+        for f in self._files:
+            f.commit()
+
     def abort(self):
         """Remove the temporary files (after an error); files already in place stay."""
         for f in self._files:
             f.abort()
+
+
+#: Bytes of a file mapped at once by :meth:`NpyRows.take`.
+_TAKE_WINDOW_BYTES = 64 * 2**20
+
+
+class NpyRows:
+    """Rows of a C-ordered ``.npy`` file, read by plain file reads.
+
+    A memory map of the file would leave every page it touched resident,
+    and counted in the process's memory, until it is unmapped: a pass over
+    a 16 GB file would hold 16 GB. Reads into a fresh array hold one chunk;
+    the pages stay in the operating system's cache, which is not the
+    process's.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Attributes
+    ----------
+    shape : tuple
+    dtype : numpy dtype
+
+    Raises
+    ------
+    ValueError
+        The file is not a C-ordered .npy array of a fixed-size dtype
+        (:meth:`open` returns None instead).
+    """
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        with open(self.path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            else:
+                raise ValueError(f"{self.path!r}: .npy format version {version} is not read row by row")
+            self._offset = f.tell()
+        if fortran or dtype.hasobject or len(shape) < 1:
+            raise ValueError(f"{self.path!r} is not a C-ordered array of numbers")
+        self.shape, self.dtype = tuple(shape), dtype
+        self._row_items = int(np.prod(shape[1:], dtype=np.int64))
+        expected = self._offset + shape[0] * self._row_items * dtype.itemsize
+        if os.path.getsize(self.path) < expected:
+            raise ValueError(f"{self.path!r} is shorter than its header says")
+
+    @classmethod
+    def open(cls, path):
+        """A :class:`NpyRows` of ``path``, or None where it cannot be read row by row."""
+        try:
+            return cls(path)
+        except ValueError:
+            return None
+
+    def read(self, start, stop):
+        """Rows ``start:stop`` as a new array."""
+        count = (stop - start) * self._row_items
+        offset = self._offset + start * self._row_items * self.dtype.itemsize
+        rows = np.fromfile(self.path, dtype=self.dtype, count=count, offset=offset)
+        if rows.shape[0] != count:
+            raise ValueError(f"{self.path!r} changed while it was read (rows {start}-{stop} are missing)")
+        return rows.reshape((stop - start, *self.shape[1:]))
+
+    def take(self, indices):
+        """Rows at sorted ``indices``, as a new array.
+
+        Gathered through a memory map, window by window; the pages of each
+        window are released once its rows are copied (``MADV_DONTNEED``), so
+        a sample spread over a file larger than memory holds one window.
+        """
+        indices = np.asarray(indices, dtype=np.int64)
+        out = np.empty((indices.shape[0], *self.shape[1:]), dtype=self.dtype)
+        if indices.shape[0] == 0:
+            return out
+        row_bytes = max(self._row_items * self.dtype.itemsize, 1)
+        window = max(_TAKE_WINDOW_BYTES // row_bytes, 1)
+        with open(self.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            data = np.frombuffer(mm, dtype=self.dtype, count=self.shape[0] * self._row_items, offset=self._offset)
+            data = data.reshape(self.shape)
+            pos = 0
+            while pos < indices.shape[0]:
+                first = int(indices[pos])
+                end = pos + int(np.searchsorted(indices[pos:], first + window))
+                out[pos:end] = data[indices[pos:end]]
+                pos = end
+                if hasattr(mm, "madvise"):  # Python >= 3.8 on Unix
+                    lo = (self._offset + first * row_bytes) // mmap.PAGESIZE * mmap.PAGESIZE
+                    hi = min(self._offset + (int(indices[end - 1]) + 1) * row_bytes, len(mm))
+                    mm.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+            del data  # the map cannot close while an array views it
+        return out
+
+
+def code_chunks(paths, chunk_size):
+    """CSR triples ``(indptr, indices, data)`` of consecutive row chunks of
+    codes on disk (``paths`` maps ``indptr``, ``indices``, ``data`` to
+    files), read by :class:`NpyRows`, with indptr local to each chunk.
+    """
+    indptr_rows = NpyRows(paths["indptr"])
+    indices_rows, data_rows = NpyRows(paths["indices"]), NpyRows(paths["data"])
+    n = indptr_rows.shape[0] - 1
+    for start in range(0, n, chunk_size):
+        stop = min(start + chunk_size, n)
+        indptr = indptr_rows.read(start, stop + 1)
+        lo, hi = int(indptr[0]), int(indptr[-1])
+        yield indptr - lo, indices_rows.read(lo, hi), data_rows.read(lo, hi)
 
 
 def _input_file(X):

@@ -2,12 +2,13 @@
 and :class:`KDSClustering` (spectral clustering on the code graph)."""
 
 import copy
+import os
 import time
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
-from sklearn.cluster import kmeans_plusplus
+from sklearn.cluster import KMeans, kmeans_plusplus
 from sklearn.utils import check_random_state
 from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -19,7 +20,7 @@ from ._validation import (
     FLOAT_DTYPES, auto_n_atoms, check_clustering_params, check_n_jobs, check_nonneg_float, check_positive_int,
     check_verbose, fit_n_atoms,
 )
-from .diskcodes import DiskCodesWriter, check_out_folder
+from .diskcodes import DiskCodesWriter, NpyAppender, NpyRows, check_out_folder, code_chunks
 from .exceptions import KDSConvergenceWarning, OffCentreDataWarning, warn
 from .encoding import (
     OFFSET_STEP_RATIO_WARN, PreparedDictionary, check_encoder, check_step, concatenate_csr, offset_step_ratio,
@@ -27,8 +28,8 @@ from .encoding import (
 from .online import RunningStatistics, online_step
 from .solvers import SufficientStatistics, fit_alternating
 from .unrolled import UnrolledTrainer, fit_unrolled, step_size, theta_from_step
-from .sources import ChunkSource, as_source, is_chunked_input
-from .spectral import BipartiteSpectrum, kmeans_labels, normalize_rows
+from .sources import ChunkSource, as_source, is_chunked_input, random_rows
+from .spectral import ArrayRows, BipartiteSpectrum, EmbeddingPass, kmeans_sample, normalize_rows
 
 _KDS_PARAMS_DOC = """
     lam : float, default=1.0
@@ -630,15 +631,14 @@ class KDS(_SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         # points, so the expensive full passes start from a fitted dictionary.
         ladder = self._presample_ladder(n_pre, n, d, Y.dtype.itemsize)
         if n_pre:
-            # nested subsamples: the first n_pre of one random permutation
-            # (RandomState.choice without replacement is permutation()[:size])
-            order = rng.choice(n, ladder[-1], replace=False)
+            # nested subsamples: the first n_pre of one random order
+            order = random_rows(rng, n, ladder[-1])
             samples = [_take_rows(Y, np.sort(order[:size])) for size in ladder]
             Y_first = samples[0]
         elif isinstance(Y, ChunkSource):
             # too large to load: k-means++ on a random subsample seeds the atoms
             size = min(n, max(20_000, 200 * p["n_atoms"]))
-            Y_first = Y.take(np.sort(rng.choice(n, size, replace=False)))
+            Y_first = Y.take(np.sort(random_rows(rng, n, size)))
         else:
             Y_first = Y
         W = self._initial_dictionary(Y_first, rng, p)
@@ -1016,6 +1016,93 @@ class _EmbeddingFeaturesMixin(ClassNamePrefixFeaturesOutMixin):
         return super().get_feature_names_out(input_features)
 
 
+#: Rows of the embedding labelled at once by the last pass of a clustering fit.
+_LABEL_CHUNK = 1 << 17
+
+
+def _drain(parts):
+    """Yield the items of ``parts`` from its end, dropping each: the codes
+    of a chunk are freed once embedded."""
+    while parts:
+        yield parts.pop()
+
+
+class _ClusteringResults:
+    """Where a clustering fit keeps what grows with n: in memory, or in the
+    files of ``out`` (written under temporary names, put in place by
+    :meth:`commit`, removed by :meth:`abort`).
+
+    The codes are kept in memory when the data are (they are of the same
+    order of size), written to ``out/codes`` when ``out`` is given, and
+    otherwise not kept: data read in chunks are encoded a second time.
+    """
+
+    def __init__(self, out, Y, n_atoms):
+        self.out = out
+        self.n = Y.shape[0]
+        self._files = []
+        if out is not None:
+            self.codes = DiskCodesWriter(os.path.join(out, "codes"), n_atoms, Y.dtype)
+            self._files.append(self.codes)
+        else:
+            self.codes = None if isinstance(Y, ChunkSource) else []
+        self._embedding = self._labels = None
+
+    def code_chunks(self):
+        """CSR triples of the codes of the first pass, or None where they were not kept."""
+        if isinstance(self.codes, DiskCodesWriter):
+            self.codes.close(commit=False)
+            return code_chunks(self.codes.temporary_paths, _LABEL_CHUNK)
+        if self.codes is None:
+            return None
+        parts, self.codes = self.codes[::-1], None
+        return _drain(parts)
+
+    def embedding_sink(self, n_columns):
+        """Where the embedding goes, row by row."""
+        if self.out is None:
+            self._embedding = ArrayRows((self.n, n_columns))
+        else:
+            self._embedding = NpyAppender(os.path.join(self.out, "embedding.npy"), np.float64, (n_columns,))
+            self._files.append(self._embedding)
+        return self._embedding
+
+    def embedding_chunks(self):
+        """The embedding again, in chunks of :data:`_LABEL_CHUNK` rows."""
+        if self.out is None:
+            E = self._embedding.array
+            return (E[start : start + _LABEL_CHUNK] for start in range(0, self.n, _LABEL_CHUNK))
+        self._embedding.close()
+        rows = NpyRows(self._embedding.tmp)
+        return (rows.read(start, min(start + _LABEL_CHUNK, self.n)) for start in range(0, self.n, _LABEL_CHUNK))
+
+    def labels_sink(self):
+        """Where the labels go, chunk by chunk."""
+        if self.out is None:
+            self._labels = ArrayRows((self.n,), np.int32)
+        else:
+            self._labels = NpyAppender(os.path.join(self.out, "labels.npy"), np.int32)
+            self._files.append(self._labels)
+        return self._labels
+
+    def commit(self):
+        """``(labels, embedding)``: the arrays, or memory maps of the files put in place."""
+        if self.out is None:
+            return self._labels.array, self._embedding.array
+        self._labels.close()
+        for f in self._files:
+            f.commit()
+        return (
+            np.load(os.path.join(self.out, "labels.npy"), mmap_mode="r"),
+            np.load(os.path.join(self.out, "embedding.npy"), mmap_mode="r"),
+        )
+
+    def abort(self):
+        """Remove the files not yet in place."""
+        for f in self._files:
+            f.abort()
+
+
 class KDSClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, TransformerMixin, BaseEstimator):
     __doc__ = """Spectral clustering on the K-Deep Simplex code graph, linear in n.
 
@@ -1184,21 +1271,37 @@ class KDSClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, Transform
         params["random_state"] = rng.randint(np.iinfo(np.int32).max)
         return KDS(**params)
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, out=None):
         """Learn the dictionary, embed the points and cluster them.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like of shape (n_samples, n_features), or data read in chunks
+            As for :meth:`KDS.fit`: a ``.npy`` path, memmap, h5py or zarr
+            dataset, or chunks, for data larger than memory.
         y : Ignored
+        out : str, os.PathLike or None, default=None
+            A folder for the results that grow with n: ``labels.npy``,
+            ``embedding.npy`` and the codes (``codes/``, readable with
+            :func:`fastkds.diskcodes.load_codes`). They are written chunk by
+            chunk and put in place when the fit succeeds (files of an earlier
+            result are replaced, never written into); ``labels_`` and
+            ``embedding_`` are then memory-mapped on them. With a ``.npy``
+            path as ``X`` no O(n) array is held in memory at any time. A
+            folder that holds the input file is refused.
 
         Returns
         -------
         self : KDSClustering
         """
         if _dask.is_dask_array(X):
+            if out is not None:
+                raise ValueError("out= is not supported for Dask arrays: their results are Dask arrays already")
             return _dask.fit_clustering(self, X)
         k, n_init, min_component, max_clusters = check_clustering_params(self)
+        if out is not None:
+            out = os.fspath(out)
+            check_out_folder(out, X)
         Y, fitted = _check_fit_input(self, X)
         rng = check_random_state(self.random_state)
         kds = self._inner_kds(rng, Y.shape[0], k)
@@ -1206,26 +1309,16 @@ class KDSClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, Transform
         t0 = time.perf_counter()
         _commit_fit(kds, {**kds._fit_validated(Y), "n_features_in_": Y.shape[1]})
         timings["dictionary"] = time.perf_counter() - t0
-
-        t0 = time.perf_counter()
-        codes, stats = kds._encode(Y, statistics=True)
-        timings["encode"] = time.perf_counter() - t0
-
-        t0 = time.perf_counter()
-        spectrum = BipartiteSpectrum(
-            stats.XtX, stats.s, min_component=min_component, atoms=kds.components_
-        )
-        n_clusters = spectrum.eigengap(max_clusters) if k is None else k
-        embedding = normalize_rows(spectrum.embed(codes, n_clusters), copy=False)
-        del codes  # the largest object: freed before k-means
-        timings["embed"] = time.perf_counter() - t0
-
-        t0 = time.perf_counter()
-        kmeans, labels = kmeans_labels(
-            embedding, n_clusters, n_init=n_init, random_state=rng.randint(np.iinfo(np.int32).max)
-        )
-        timings["kmeans"] = time.perf_counter() - t0
-
+        results = _ClusteringResults(out, Y, kds.components_.shape[0])
+        try:
+            spectrum, n_clusters, kmeans = self._cluster(
+                kds, Y, results, timings, rng, (k, n_init, min_component, max_clusters)
+            )
+            labels, embedding = results.commit()
+        except BaseException:
+            results.abort()
+            raise
+        kmeans.labels_ = labels  # all points', as load restores it (k-means may have seen a sample)
         fitted.update(
             labels_=labels,
             kds_=kds,
@@ -1239,6 +1332,44 @@ class KDSClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, Transform
         )
         _commit_fit(self, fitted)
         return self
+
+    def _cluster(self, kds, Y, results, timings, rng, params):
+        """Encode, embed and label the points of validated ``Y`` with the
+        fitted ``kds``, chunk by chunk, into ``results``.
+
+        Three passes: the codes and their statistics (the spectrum needs all
+        of them), the embedding (from the codes kept in memory or on disk,
+        or encoded again), and the labels (k-means on a sample of the
+        embedding, then the nearest centre of every point). ``params`` are
+        the checked ``(n_clusters, n_init, min_component, max_clusters)``.
+        """
+        k, n_init, min_component, max_clusters = params
+        t0 = time.perf_counter()
+        stats = SufficientStatistics(kds.components_.shape[0], Y.shape[1])
+        kds._run(Y, stats, codes_out=results.codes)
+        timings["encode"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        spectrum = BipartiteSpectrum(stats.XtX, stats.s, min_component=min_component, atoms=kds.components_)
+        n_clusters = spectrum.eigengap(max_clusters) if k is None else k
+        projection = spectrum.projection(n_clusters)
+        seed = rng.randint(np.iinfo(np.int32).max)
+        embed = EmbeddingPass(projection, results.embedding_sink(projection.shape[1]), kmeans_sample(Y.shape[0], seed))
+        chunks = results.code_chunks()
+        if chunks is None:  # codes neither in memory nor on disk: encode again
+            kds._run(Y, codes_out=embed)
+        else:
+            for triple in chunks:
+                embed.append(triple)
+        timings["embed"] = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        kmeans = KMeans(n_clusters, n_init=n_init, random_state=seed).fit(embed.sample_rows)
+        labels = results.labels_sink()
+        for rows in results.embedding_chunks():
+            labels.append(kmeans.predict(rows))
+        timings["kmeans"] = time.perf_counter() - t0
+        return spectrum, n_clusters, kmeans
 
     def transform(self, X):
         """Row-normalised spectral embedding of ``X`` (n_samples x ``spectrum_.n_columns(n_clusters_)``)."""

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import scipy.sparse as sp
 
+from .diskcodes import NpyRows
 from .encoding import iter_chunks
 
 
@@ -44,6 +45,53 @@ def _check_chunk(chunk, start, n_features, dtype):
         bad = start + int(np.flatnonzero(~np.all(np.isfinite(chunk), axis=1))[0])
         raise ValueError(f"data contain NaN or infinite values (first in row {bad})")
     return chunk
+
+
+def random_rows(rng, n, size):
+    """``size`` distinct row indices out of ``n``, in random order, in O(size) memory.
+
+    ``RandomState.choice(n, size, replace=False)`` permutes all n indices
+    (8 GB for 10^9 rows) and keeps the first ``size``. Here, where the sample
+    is small against n, the indices are the first ``size`` distinct values
+    of a stream of uniform draws: a uniformly random subset, in a random
+    order. The stream does not depend on ``size``, so with the same ``rng``
+    state a smaller sample is a prefix of a larger one (nested samples).
+
+    Parameters
+    ----------
+    rng : numpy.random.RandomState
+    n, size : int
+        ``size <= n``.
+
+    Returns
+    -------
+    indices : ndarray of int64, shape (size,)
+    """
+    if 4 * size >= n:  # the permutation costs at most four times the sample
+        return rng.permutation(n)[:size]
+    generator = np.random.default_rng(rng.randint(np.iinfo(np.int32).max))
+    # whole blocks, enough for the sample but for rare repeats (size < n / 4)
+    n_blocks = -(-(size + size // 2 + 16) // _DRAW_BLOCK)
+    draws = np.concatenate([generator.integers(0, n, size=_DRAW_BLOCK) for _ in range(n_blocks)])
+    while True:
+        values, first = np.unique(draws, return_index=True)
+        if values.shape[0] >= size:
+            return draws[np.sort(first)[:size]]
+        draws = np.r_[draws, generator.integers(0, n, size=_DRAW_BLOCK)]
+
+
+#: Uniform draws :func:`random_rows` makes at a time (a fixed block, so that
+#: the stream is the same whatever the sample size).
+_DRAW_BLOCK = 1 << 16
+
+
+def _finite_rows(rows, indices):
+    """``rows`` (the data's rows at ``indices``), refused if one is not finite."""
+    finite = np.all(np.isfinite(rows), axis=1)
+    if not finite.all():  # name the row of the data, not of the sample
+        bad = int(indices[np.flatnonzero(~finite)[0]])
+        raise ValueError(f"data contain NaN or infinite values (first in row {bad})")
+    return rows
 
 
 def _check_rows(n, expected, name, at_least=False):
@@ -143,14 +191,36 @@ class SlicedSource(ChunkSource):
 
     def take(self, indices):
         indices = np.asarray(indices, dtype=np.int64)
-        if not isinstance(self._data, np.ndarray):
+        if not isinstance(self._data, np.ndarray):  # h5py/zarr fancy indexing differs; one pass is universal
             return super().take(indices)
-        rows = np.ascontiguousarray(self._data[indices], dtype=self.dtype)
-        finite = np.all(np.isfinite(rows), axis=1)
-        if not finite.all():  # name the row of the data, not of the sample
-            bad = int(indices[np.flatnonzero(~finite)[0]])
-            raise ValueError(f"data contain NaN or infinite values (first in row {bad})")
-        return rows  # h5py/zarr fancy indexing differs; one pass is universal
+        return _finite_rows(np.ascontiguousarray(self._data[indices], dtype=self.dtype), indices)
+
+
+class NpyFileSource(ChunkSource):
+    """A ``.npy`` file named by its path: chunks are read by plain file reads
+    (:class:`fastkds.diskcodes.NpyRows`), so a pass over a file larger than
+    memory holds one chunk, not the pages a memory map would keep resident.
+    The rows :meth:`take` samples are gathered through a memory map whose
+    pages are released window by window.
+    """
+
+    def __init__(self, rows, name="X"):
+        if len(rows.shape) != 2:
+            raise ValueError(f"{name} must be 2-D (rows x features), got shape {rows.shape}")
+        self._path = rows.path
+        self._name = name
+        self.n_samples, self.n_features = int(rows.shape[0]), int(rows.shape[1])
+        self.dtype = _float_dtype(rows.dtype)
+
+    def chunks(self, chunk_size):
+        rows = NpyRows(self._path)  # the header again: a file rewritten since is caught
+        _check_rows(int(rows.shape[0]), self.n_samples, self._name)
+        for start, stop in iter_chunks(self.n_samples, chunk_size):
+            yield start, _check_chunk(rows.read(start, stop), start, self.n_features, self.dtype)
+
+    def take(self, indices):
+        indices = np.asarray(indices, dtype=np.int64)
+        return _finite_rows(np.ascontiguousarray(NpyRows(self._path).take(indices), dtype=self.dtype), indices)
 
 
 class IterableSource(ChunkSource):
@@ -266,7 +336,8 @@ def as_source(X, name="X"):
     ----------
     X : str or os.PathLike, numpy.memmap, h5py/zarr dataset, list of arrays, \
 callable or iterator of chunks, or ndarray
-        A path must name a ``.npy`` file; it is memory-mapped, not loaded.
+        A path must name a ``.npy`` file; it is read chunk by chunk, not
+        loaded (by file reads, or through a memory map for Fortran order).
         A list (or tuple) of 2-D arrays, or a callable returning a fresh
         iterator of them, can be read many times; a one-shot iterator once.
     name : str
@@ -284,6 +355,9 @@ callable or iterator of chunks, or ndarray
             raise ValueError(f"{name}: a path must name a .npy file, got {path!r}")
         if not os.path.exists(path):
             raise FileNotFoundError(f"{name}: no such file {path!r}")
+        rows = NpyRows.open(path)
+        if rows is not None:
+            return NpyFileSource(rows, name)
         try:
             data = np.load(path, mmap_mode="r")
         except ValueError as exc:

@@ -246,6 +246,15 @@ def normalize_rows(U, *, copy=True):
 KMEANS_SAMPLE = 200_000
 
 
+def kmeans_sample(n, random_state):
+    """Sorted indices of the embedded points k-means is fitted on: all of
+    them up to :data:`KMEANS_SAMPLE`, else a random sample of that many."""
+    if n <= KMEANS_SAMPLE:
+        return np.arange(n)
+    # Generator.choice draws k of n without an n-long permutation
+    return np.sort(np.random.default_rng(random_state).choice(n, KMEANS_SAMPLE, replace=False))
+
+
 def kmeans_labels(embedding, n_clusters, *, n_init, random_state):
     """k-means on the row-normalised embedding.
 
@@ -255,7 +264,7 @@ def kmeans_labels(embedding, n_clusters, *, n_init, random_state):
     n_clusters, n_init : int
     random_state : int
         Seeds k-means and, above :data:`KMEANS_SAMPLE` points, the sample it
-        is fitted on.
+        is fitted on (:func:`kmeans_sample`).
 
     Returns
     -------
@@ -268,7 +277,65 @@ def kmeans_labels(embedding, n_clusters, *, n_init, random_state):
     n = embedding.shape[0]
     if n <= KMEANS_SAMPLE:
         return kmeans, kmeans.fit_predict(embedding)
-    # Generator.choice draws k of n without an n-long permutation
-    sample = np.sort(np.random.default_rng(random_state).choice(n, KMEANS_SAMPLE, replace=False))
-    kmeans.fit(embedding[sample])
+    kmeans.fit(embedding[kmeans_sample(n, random_state)])
     return kmeans, kmeans.predict(embedding)
+
+
+class EmbeddingPass:
+    """The spectral embedding of codes that arrive chunk by chunk.
+
+    It takes the encoder's CSR triples in row order (it is a ``codes_out``
+    for the encoder), writes the row-normalised embedding of each chunk to
+    ``sink`` and keeps the rows k-means will be fitted on: no array of all
+    the codes is ever formed.
+
+    Parameters
+    ----------
+    projection : ndarray of shape (m, c)
+        :meth:`BipartiteSpectrum.projection`.
+    sink : object with ``append(rows)``
+        Where the embedded rows go, in order (an array filled in memory, or a
+        file, :class:`fastkds.diskcodes.NpyAppender`).
+    sample : ndarray of int
+        Sorted row indices to keep (:func:`kmeans_sample`).
+
+    Attributes
+    ----------
+    sample_rows : ndarray of shape (len(sample), c)
+    n_rows : int
+        Rows embedded so far.
+    """
+
+    def __init__(self, projection, sink, sample):
+        self.projection = projection
+        self.sink = sink
+        self.sample = sample
+        self.sample_rows = np.empty((sample.shape[0], projection.shape[1]))
+        self.n_rows = 0
+        self._next = 0  # first entry of sample not yet reached
+
+    def append(self, triple):
+        """Embed the codes of the next chunk, a CSR triple ``(indptr, indices, data)``."""
+        indptr, indices, data = triple
+        n_chunk = indptr.shape[0] - 1
+        codes = sp.csr_array((data, indices, indptr), shape=(n_chunk, self.projection.shape[0]))
+        rows = normalize_rows(np.asarray(codes @ self.projection), copy=False)
+        self.sink.append(rows)
+        stop = self.n_rows + n_chunk
+        end = self._next + int(np.searchsorted(self.sample[self._next:], stop))
+        self.sample_rows[self._next : end] = rows[self.sample[self._next : end] - self.n_rows]
+        self._next = end
+        self.n_rows = stop
+
+
+class ArrayRows:
+    """An in-memory array of a known shape filled by appending rows (the
+    in-memory twin of :class:`fastkds.diskcodes.NpyAppender`)."""
+
+    def __init__(self, shape, dtype=np.float64):
+        self.array = np.empty(shape, dtype=dtype)
+        self.length = 0
+
+    def append(self, rows):
+        self.array[self.length : self.length + rows.shape[0]] = rows
+        self.length += rows.shape[0]
