@@ -221,6 +221,17 @@ def _take_rows(Y, indices):
 _LOAD_WHOLE_BYTES = 256 * 2**20
 
 
+def _close_bar(bar):
+    """Close a progress bar (or None) at the epochs run: 37/37, not 37/100,
+    when the fit stopped on its tolerance."""
+    if bar is None:
+        return
+    if bar.n < bar.total:
+        bar.total = bar.n
+        bar.refresh()
+    bar.close()
+
+
 def _check_init(init, n_atoms, n_features):
     if isinstance(init, str):
         if init not in ("random", "k-means++"):
@@ -593,8 +604,7 @@ class KDS(_SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
                     freeze_step=p["freeze_step"],
                 )
         finally:
-            if bar is not None:
-                bar.close()
+            _close_bar(bar)
         return {
             "_stream_state": {"solver": "unrolled", "rng": rng, "trainer": trainer},
             "components_": trainer.W.astype(Y.dtype),
@@ -670,8 +680,7 @@ class KDS(_SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
                         progress=progress,
                     )
             finally:
-                if bar is not None:
-                    bar.close()
+                _close_bar(bar)
         if not converged and p["max_epochs"] > 1:
             warn(
                 f"KDS did not converge in max_epochs={p['max_epochs']} epochs "

@@ -62,6 +62,14 @@ def test_verbose_takes_bools_and_ints(verbose):
     assert kds.components_.shape == (4, 2)
 
 
+def test_progress_bar_ends_at_the_epochs_run(capsys):
+    Y, _ = make_moons(2000, random_state=0)
+    kds = KDS(8, lam=5.0, n_iter=10, max_epochs=100, verbose=1, random_state=0).fit(Y)
+    assert kds.n_iter_ < 100  # converged early
+    last = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    assert f"{kds.n_iter_}/{kds.n_iter_}" in last, last
+
+
 @pytest.mark.parametrize("verbose, error", [(-1, ValueError), (1.5, TypeError), ("yes", TypeError)])
 def test_bad_verbose_fails_clearly(verbose, error):
     Y, _ = make_moons(100, random_state=0)
