@@ -203,22 +203,6 @@ def test_plotting_without_matplotlib(monkeypatch):
         run(_args(["--quick", "--only", "yaleb", "--figures", "x"]), out=io.StringIO())
 
 
-def test_plotting_input_checks():
-    pytest.importorskip("matplotlib")
-    from fastkds import plotting
-
-    with pytest.raises(ValueError, match="2-D points"):
-        plotting.plot_atoms_2d(np.zeros((5, 3)), np.zeros(5), np.zeros((2, 3)))
-    with pytest.raises(ValueError, match="expected \\(2, 1\\)"):
-        plotting.plot_heatmap([5, 10], [0.1], [[1.0, 0.9]])
-    with pytest.raises(ValueError, match="not images"):
-        plotting.plot_atom_grid(np.zeros((4, 10)), (3, 3))
-    with pytest.raises(ValueError, match="does not match"):
-        plotting.plot_embedding(np.zeros((5, 2)), np.zeros(4))
-    ax = plotting.plot_atom_grid(np.random.default_rng(0).random((23, 9)), (3, 3), n_cols=5)
-    assert ax.images[0].get_array().shape == (5 * 4 + 1, 5 * 4 + 1)
-
-
 def test_preprocess_matches_sklearn():
     from sklearn.preprocessing import MinMaxScaler, StandardScaler, normalize
 

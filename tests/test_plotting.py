@@ -140,3 +140,9 @@ def test_paper_figures_keep_no_pyplot_figure(tmp_path):
     assert sorted(p.rsplit("/", 1)[-1] for p in paths) == ["embedding.png", "mnist_atoms.png", "moons_atoms.png"]
     assert all((tmp_path / p).read_bytes().startswith(b"\x89PNG") for p in paths)
     assert plt.get_fignums() == before
+
+
+def test_atom_grid_tiles_the_atoms_in_rows_of_n_cols():
+    # 23 atoms of 3 x 3 pixels, 5 a row: 5 rows of tiles with 1-pixel borders
+    ax = plotting.plot_atom_grid(np.random.default_rng(0).random((23, 9)), (3, 3), n_cols=5)
+    assert ax.images[0].get_array().shape == (5 * 4 + 1, 5 * 4 + 1)
