@@ -23,14 +23,43 @@ fastkds.exceptions
     The warning classes (``KDSWarning`` and its subclasses).
 """
 
-from . import exceptions
-from .datasets import load_mnist, load_salinas_a, load_yaleb, make_circles, make_moons
-from .encoding import project_simplex, sparse_encode
-from .ensemble import KDSEnsembleClustering
-from .estimators import KDS, KDSClustering
-from .metrics import clustering_accuracy
-from .persistence import load
-from .warmup import warmup
+import importlib
+
+# Names are imported on first use (PEP 562): `import fastkds` stays light,
+# so that the command line can say what it is doing before scikit-learn and
+# the Numba kernels are loaded (a second or two).
+_LAZY = {
+    "KDS": ".estimators",
+    "KDSClustering": ".estimators",
+    "KDSEnsembleClustering": ".ensemble",
+    "sparse_encode": ".encoding",
+    "project_simplex": ".encoding",
+    "make_moons": ".datasets",
+    "make_circles": ".datasets",
+    "load_mnist": ".datasets",
+    "load_yaleb": ".datasets",
+    "load_salinas_a": ".datasets",
+    "clustering_accuracy": ".metrics",
+    "load": ".persistence",
+    "warmup": ".warmup",
+}
+_SUBMODULES = ("exceptions",)
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f".{name}", __name__)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
+
 
 __version__ = "0.1.0"
 

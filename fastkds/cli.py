@@ -21,6 +21,8 @@ import warnings
 
 import numpy as np
 
+from ._progress import EpochBar, epoch_display
+
 # The errors the library raises for bad data, parameters, files and devices:
 # each becomes one line. Anything else is a bug and keeps its traceback.
 _USER_ERRORS = (ValueError, TypeError, RuntimeError, OSError, MemoryError)
@@ -101,7 +103,7 @@ class _Report:
         """
         if self.verbosity < 1:
             return None, None
-        display = _EpochBar(self, desc, total) if self._stderr_is_terminal() else _EpochLines(self, desc, total)
+        display = EpochBar(desc, total) if self._stderr_is_terminal() else _EpochLines(self, desc, total)
         return display, display.update
 
 
@@ -133,46 +135,17 @@ class _EpochLines:
         )
 
 
-class _EpochBar:
-    """Epoch progress as a tqdm bar on a terminal; it ends at the number of
-    epochs run, not at the limit, when the fit converges early."""
-
-    def __init__(self, report, desc, total):
-        from tqdm import tqdm
-
-        self.bar = tqdm(total=total, desc=desc, unit="epoch", file=sys.stderr, dynamic_ncols=True)
-
-    def update(self, epoch, objective, n_dead):
-        self.bar.update(1)
-        self.bar.set_postfix(objective=f"{objective:.6g}", dead=n_dead)
-
-    def close(self):
-        if self.bar.n < self.bar.total:
-            self.bar.total = self.bar.n  # converged early: 37/37, not 37/100
-            self.bar.refresh()
-        self.bar.close()
-
-
 @contextlib.contextmanager
 def _reporting(report):
     """Route the estimators' epoch progress and warnings to ``report`` for a command."""
-    from .estimators import KDS
 
-    # KDS._progress_bar is the estimators' progress hook (a tqdm bar, even
-    # where stderr is a file); replaced for the command only, and restored.
-    original = KDS.__dict__["_progress_bar"]
-
-    def progress_hook(kds, desc, total):
+    def display(kds, desc, total):
         return report.epochs(desc, total) if kds.verbose else (None, None)
 
-    KDS._progress_bar = progress_hook
-    try:
-        with warnings.catch_warnings():
-            # the filters stay as they are (-W, or a caller's); only the display changes
-            warnings.showwarning = report.warning
-            yield
-    finally:
-        KDS._progress_bar = original
+    with epoch_display(display), warnings.catch_warnings():
+        # the filters stay as they are (-W, or a caller's); only the display changes
+        warnings.showwarning = report.warning
+        yield
 
 
 def _kernels_need_compiling(dtype, n_features):
@@ -230,6 +203,14 @@ def _check_device(device):
 
 
 def _demo(args):
+    report = args.report
+    if report.verbosity >= 1 and args.n > 0 and args.atoms > 0:
+        # before the imports below (scikit-learn, Numba: a second or two)
+        print(
+            f"fastkds demo: noisy two moons, n={args.n:,}, m={args.atoms}, T={args.n_iter}, "
+            f"lam={args.lam}, device={args.device}",
+            flush=True,
+        )
     from ._validation import check_positive_int
     from .datasets import make_moons
     from .encoding import sparse_encode
@@ -239,16 +220,9 @@ def _demo(args):
     check_positive_int(args.n, "--n")
     check_positive_int(args.atoms, "--atoms")
     _check_device(args.device)
-    report = args.report
     t0 = time.perf_counter()
     Y, labels = make_moons(args.n, random_state=args.seed)
     t_data = time.perf_counter() - t0
-    if report.verbosity >= 1:
-        print(
-            f"fastkds demo: noisy two moons, n={args.n:,}, m={args.atoms}, T={args.n_iter}, "
-            f"lam={args.lam}, device={args.device}",
-            flush=True,
-        )
 
     # Compile the kernels on a few points so the stage times below measure work.
     _announce_compilation(report, Y.dtype, Y.shape[1], args.device)

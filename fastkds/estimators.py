@@ -14,7 +14,7 @@ from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._backends import get_backend
-from . import _dask
+from . import _dask, _progress
 from ._config import numba_threads
 from ._validation import (
     FLOAT_DTYPES, auto_n_atoms, check_clustering_params, check_n_jobs, check_nonneg_float, check_positive_int,
@@ -222,14 +222,9 @@ _LOAD_WHOLE_BYTES = 256 * 2**20
 
 
 def _close_bar(bar):
-    """Close a progress bar (or None) at the epochs run: 37/37, not 37/100,
-    when the fit stopped on its tolerance."""
-    if bar is None:
-        return
-    if bar.n < bar.total:
-        bar.total = bar.n
-        bar.refresh()
-    bar.close()
+    """Close an epoch display of :func:`fastkds._progress.epochs` (None: none)."""
+    if bar is not None:
+        bar.close()
 
 
 def _check_init(init, n_atoms, n_features):
@@ -563,20 +558,6 @@ class KDS(_SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             sizes.append(10 * sizes[-1])
         return sizes
 
-    def _progress_bar(self, desc, total):
-        """A tqdm bar and its per-epoch callback, or (None, None) when quiet."""
-        if not self.verbose:
-            return None, None
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=total, desc=desc, unit="epoch")
-
-        def progress(epoch, F, n_dead):
-            bar.update(1)
-            bar.set_postfix(objective=f"{F:.6g}", dead=n_dead)
-
-        return bar, progress
-
     def _run(self, Y, stats=None, codes_out=None):
         """One encoding pass over validated ``Y`` with the learned dictionary."""
         p = self._encoding_params()
@@ -594,7 +575,7 @@ class KDS(_SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         """The unrolled solver's fit (see :mod:`fastkds.unrolled`); returns
         the fitted attributes."""
         W = self._initial_dictionary(Y, rng, p)
-        bar, progress = self._progress_bar(f"KDS unrolled epochs (n={Y.shape[0]:,})", p["max_epochs"])
+        bar, progress = _progress.epochs(self, f"KDS unrolled epochs (n={Y.shape[0]:,})", p["max_epochs"])
         try:
             with numba_threads(p["n_jobs"]):
                 trainer, history = fit_unrolled(
@@ -662,7 +643,7 @@ class KDS(_SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         ``_stream_state``: a later ``partial_fit`` starts a fresh stream)."""
         converged, epochs, history = False, 0, []
         for label, data, backend in stages:
-            bar, progress = self._progress_bar(f"KDS epochs ({label}, n={data.shape[0]:,})", p["max_epochs"])
+            bar, progress = _progress.epochs(self, f"KDS epochs ({label}, n={data.shape[0]:,})", p["max_epochs"])
             try:
                 with numba_threads(p["n_jobs"]):
                     W, history, epochs, converged = fit_alternating(
