@@ -11,8 +11,8 @@ problem and times ``KDSClustering(2, n_atoms=24, lam=5).fit(path)`` stage by
 stage, keeping its results in memory (``--results memory``) or writing them
 to a folder (``disk``: ``fit(path, out=folder)``). It reports seconds per
 stage, points/s, the interpreter's peak resident memory, split into the
-results it holds in memory (labels and embedding; the codes of a file are
-not kept) and the rest, the bytes written to disk, and the accuracy; then
+results it holds in memory (labels, embedding, and the codes, held until
+embedded) and the rest, the bytes written to disk, and the accuracy; then
 the log-log slope of total time in n (1.0 is linear), beside the paper's
 own figures for 100,000 points. The PNG needs matplotlib (``fastkds[plot]``).
 
@@ -65,7 +65,12 @@ t0 = time.perf_counter()
 model = KDSClustering(2, **params).fit(path, out=None if out == "-" else out)
 total = time.perf_counter() - t0
 peak = peak_rss()
-in_memory = 0 if out != "-" else model.labels_.nbytes + model.embedding_.nbytes
+in_memory = 0
+if out == "-":  # labels, embedding, and the codes the fit held until embedded
+    codes = model.kds_.transform(path)                   # after the peak was read
+    in_memory = model.labels_.nbytes + model.embedding_.nbytes + sum(
+        a.nbytes for a in (codes.data, codes.indices, codes.indptr))
+    del codes
 truth = np.load(labels_path, mmap_mode="r")
 confusion = np.zeros((2, 2))
 for start in range(0, truth.shape[0], 10**7):                # after the peak was read

@@ -1022,9 +1022,8 @@ class _ClusteringResults:
     files of ``out`` (written under temporary names, put in place by
     :meth:`commit`, removed by :meth:`abort`).
 
-    The codes are kept in memory when the data are (they are of the same
-    order of size), written to ``out/codes`` when ``out`` is given, and
-    otherwise not kept: data read in chunks are encoded a second time.
+    The codes of the first pass are held until embedded: in memory, each
+    chunk's freed once its rows are embedded, or in ``out/codes``.
     """
 
     def __init__(self, out, Y, n_atoms):
@@ -1035,16 +1034,14 @@ class _ClusteringResults:
             self.codes = DiskCodesWriter(os.path.join(out, "codes"), n_atoms, Y.dtype)
             self._files.append(self.codes)
         else:
-            self.codes = None if isinstance(Y, ChunkSource) else []
+            self.codes = []
         self._embedding = self._labels = None
 
     def code_chunks(self):
-        """CSR triples of the codes of the first pass, or None where they were not kept."""
+        """CSR triples of the codes of the first pass, in order."""
         if isinstance(self.codes, DiskCodesWriter):
             self.codes.close(commit=False)
             return code_chunks(self.codes.temporary_paths, _LABEL_CHUNK)
-        if self.codes is None:
-            return None
         parts, self.codes = self.codes[::-1], None
         return _drain(parts)
 
@@ -1328,9 +1325,9 @@ class KDSClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, Transform
         fitted ``kds``, chunk by chunk, into ``results``.
 
         Three passes: the codes and their statistics (the spectrum needs all
-        of them), the embedding (from the codes kept in memory or on disk,
-        or encoded again), and the labels (k-means on a sample of the
-        embedding, then the nearest centre of every point). ``params`` are
+        of them), the embedding (from the codes held in memory or on disk),
+        and the labels (k-means on a sample of the embedding, then the
+        nearest centre of every point). ``params`` are
         the checked ``(n_clusters, n_init, min_component, max_clusters)``.
         """
         k, n_init, min_component, max_clusters = params
@@ -1345,12 +1342,8 @@ class KDSClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, Transform
         projection = spectrum.projection(n_clusters)
         seed = rng.randint(np.iinfo(np.int32).max)
         embed = EmbeddingPass(projection, results.embedding_sink(projection.shape[1]), kmeans_sample(Y.shape[0], seed))
-        chunks = results.code_chunks()
-        if chunks is None:  # codes neither in memory nor on disk: encode again
-            kds._run(Y, codes_out=embed)
-        else:
-            for triple in chunks:
-                embed.append(triple)
+        for triple in results.code_chunks():
+            embed.append(triple)
         timings["embed"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()

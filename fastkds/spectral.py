@@ -284,10 +284,10 @@ def kmeans_labels(embedding, n_clusters, *, n_init, random_state):
 class EmbeddingPass:
     """The spectral embedding of codes that arrive chunk by chunk.
 
-    It takes the encoder's CSR triples in row order (it is a ``codes_out``
-    for the encoder), writes the row-normalised embedding of each chunk to
-    ``sink`` and keeps the rows k-means will be fitted on: no array of all
-    the codes is ever formed.
+    It takes the encoder's CSR triples in row order (as the encoder hands
+    them to a ``codes_out``), writes the row-normalised embedding of each
+    chunk to ``sink`` and keeps the rows k-means will be fitted on: no
+    array of all the codes or of a transient embedding is formed.
 
     Parameters
     ----------

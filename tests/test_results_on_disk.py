@@ -59,7 +59,7 @@ def test_fit_out_writes_the_results_of_the_in_memory_fit(moons, npy_path, tmp_pa
 
 
 @pytest.mark.parametrize("kind", ["path", "chunks"])
-def test_chunked_data_without_out_are_encoded_twice_to_the_same_labels(moons, npy_path, kind, kmeans_sample_size):
+def test_chunked_data_without_out_give_the_same_labels(moons, npy_path, kind, kmeans_sample_size):
     Y = moons[0]
     ref = KDSClustering(2, **PARAMS).fit(Y)
     X = npy_path if kind == "path" else [Y[:1000], Y[1000:1700], Y[1700:]]
