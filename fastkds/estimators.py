@@ -1017,6 +1017,19 @@ def _drain(parts):
         yield parts.pop()
 
 
+class _HeldCodes(list):
+    """The CSR triples of the first pass, held until embedded; a chunk's
+    indptr counts its own entries only, so it is kept as int32 where it fits
+    (the encoder hands it over as int64: 8 bytes a point, a fifth of the
+    codes)."""
+
+    def append(self, triple):
+        indptr, indices, data = triple
+        if indptr[-1] <= np.iinfo(np.int32).max:  # a chunk_size given huge may not fit
+            indptr = indptr.astype(np.int32)
+        super().append((indptr, indices, data))
+
+
 class _ClusteringResults:
     """Where a clustering fit keeps what grows with n: in memory, or in the
     files of ``out`` (written under temporary names, put in place by
@@ -1034,7 +1047,7 @@ class _ClusteringResults:
             self.codes = DiskCodesWriter(os.path.join(out, "codes"), n_atoms, Y.dtype)
             self._files.append(self.codes)
         else:
-            self.codes = []
+            self.codes = _HeldCodes()
         self._embedding = self._labels = None
 
     def code_chunks(self):
