@@ -27,10 +27,13 @@ from sklearn.utils.validation import check_is_fitted
 from . import _dask
 from ._config import effective_n_jobs
 from ._validation import check_clustering_params, check_n_jobs, check_positive_int
-from .estimators import KDS, _check_fit_input, _check_input, _commit_fit, _EmbeddingFeaturesMixin, _SaveMixin
+from .estimators import (
+    _LABEL_CHUNK, KDS, _check_fit_input, _check_input, _ClusteringResults, _commit_fit, _EmbeddingFeaturesMixin,
+    _SaveMixin, _spectral_step,
+)
 from .exceptions import warn
 from .sources import ChunkSource
-from .spectral import BipartiteSpectrum, kmeans_labels, normalize_rows
+from .spectral import normalize_rows
 
 
 def _fit_dictionary(kds, Y, threads=None):
@@ -223,13 +226,16 @@ class KDSEnsembleClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, T
         codes = self._joint_codes(Y, estimators)
         XtX = (codes.T @ codes).toarray()
         s = np.asarray(codes.sum(axis=0)).ravel()
-        spectrum = BipartiteSpectrum(XtX, s, min_component=min_component, atoms=components)
-        n_clusters = spectrum.eigengap(max_clusters) if k is None else k
-        embedding = normalize_rows(spectrum.embed(codes, n_clusters), copy=False)
-        del codes
-        kmeans, labels = kmeans_labels(
-            embedding, n_clusters, n_init=n_init, random_state=rng.randint(np.iinfo(np.int32).max)
+        results = _ClusteringResults(None, codes, components.shape[0])
+        for start in range(0, codes.shape[0], _LABEL_CHUNK):
+            rows = codes[start : start + _LABEL_CHUNK]
+            results.codes.append((rows.indptr, rows.indices, rows.data))
+        del codes, rows
+        spectrum, n_clusters, kmeans = _spectral_step(
+            XtX, s, components, results, rng, (k, n_init, min_component, max_clusters)
         )
+        labels, embedding = results.commit()
+        kmeans.labels_ = labels  # all points', as after KDSClustering.fit
         fitted.update(
             estimators_=estimators,
             components_=components,

@@ -1006,6 +1006,56 @@ class _EmbeddingFeaturesMixin(ClassNamePrefixFeaturesOutMixin):
         return super().get_feature_names_out(input_features)
 
 
+def _spectral_step(XtX, s, atoms, results, rng, params, timings=None):
+    """The clustering step of :class:`KDSClustering` and
+    :class:`KDSEnsembleClustering`, from the code graph to the labels.
+
+    The spectrum of the graph (``XtX = X^T X`` and the atom degrees ``s``
+    of the codes X), the number of clusters, then two passes: the embedding
+    of the codes held in ``results`` (a :class:`_ClusteringResults`) and
+    the labels (k-means on a sample of the embedding, then the nearest
+    centre of every point), both written into ``results`` chunk by chunk.
+
+    Parameters
+    ----------
+    XtX, s : ndarray
+    atoms : ndarray of shape (m, d)
+        The dictionary (the spectrum places outlier atoms by it).
+    results : _ClusteringResults
+    rng : numpy.random.RandomState
+        Draws the k-means seed.
+    params : tuple
+        The checked ``(n_clusters, n_init, min_component, max_clusters)``.
+    timings : dict or None
+        Gets the seconds of ``embed`` and ``kmeans``.
+
+    Returns
+    -------
+    spectrum : BipartiteSpectrum
+    n_clusters : int
+    kmeans : sklearn.cluster.KMeans
+    """
+    k, n_init, min_component, max_clusters = params
+    timings = {} if timings is None else timings
+    t0 = time.perf_counter()
+    spectrum = BipartiteSpectrum(XtX, s, min_component=min_component, atoms=atoms)
+    n_clusters = spectrum.eigengap(max_clusters) if k is None else k
+    projection = spectrum.projection(n_clusters)
+    seed = rng.randint(np.iinfo(np.int32).max)
+    embed = EmbeddingPass(projection, results.embedding_sink(projection.shape[1]), kmeans_sample(results.n, seed))
+    for triple in results.code_chunks():
+        embed.append(triple)
+    timings["embed"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    kmeans = KMeans(n_clusters, n_init=n_init, random_state=seed).fit(embed.sample_rows)
+    labels = results.labels_sink()
+    for rows in results.embedding_chunks():
+        labels.append(kmeans.predict(rows))
+    timings["kmeans"] = time.perf_counter() - t0
+    return spectrum, n_clusters, kmeans
+
+
 #: Rows of the embedding labelled at once by the last pass of a clustering fit.
 _LABEL_CHUNK = 1 << 17
 
@@ -1041,7 +1091,7 @@ class _ClusteringResults:
 
     def __init__(self, out, Y, n_atoms):
         self.out = out
-        self.n = Y.shape[0]
+        self.n = Y.shape[0]  # rows of the data (or of codes already computed)
         self._files = []
         if out is not None:
             self.codes = DiskCodesWriter(os.path.join(out, "codes"), n_atoms, Y.dtype)
@@ -1334,38 +1384,14 @@ class KDSClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, Transform
         return self
 
     def _cluster(self, kds, Y, results, timings, rng, params):
-        """Encode, embed and label the points of validated ``Y`` with the
-        fitted ``kds``, chunk by chunk, into ``results``.
-
-        Three passes: the codes and their statistics (the spectrum needs all
-        of them), the embedding (from the codes held in memory or on disk),
-        and the labels (k-means on a sample of the embedding, then the
-        nearest centre of every point). ``params`` are
-        the checked ``(n_clusters, n_init, min_component, max_clusters)``.
-        """
-        k, n_init, min_component, max_clusters = params
+        """Encode the points of validated ``Y`` with the fitted ``kds`` into
+        ``results``, with the statistics of the code graph, then run the
+        spectral step (:func:`_spectral_step`)."""
         t0 = time.perf_counter()
         stats = SufficientStatistics(kds.components_.shape[0], Y.shape[1])
         kds._run(Y, stats, codes_out=results.codes)
         timings["encode"] = time.perf_counter() - t0
-
-        t0 = time.perf_counter()
-        spectrum = BipartiteSpectrum(stats.XtX, stats.s, min_component=min_component, atoms=kds.components_)
-        n_clusters = spectrum.eigengap(max_clusters) if k is None else k
-        projection = spectrum.projection(n_clusters)
-        seed = rng.randint(np.iinfo(np.int32).max)
-        embed = EmbeddingPass(projection, results.embedding_sink(projection.shape[1]), kmeans_sample(Y.shape[0], seed))
-        for triple in results.code_chunks():
-            embed.append(triple)
-        timings["embed"] = time.perf_counter() - t0
-
-        t0 = time.perf_counter()
-        kmeans = KMeans(n_clusters, n_init=n_init, random_state=seed).fit(embed.sample_rows)
-        labels = results.labels_sink()
-        for rows in results.embedding_chunks():
-            labels.append(kmeans.predict(rows))
-        timings["kmeans"] = time.perf_counter() - t0
-        return spectrum, n_clusters, kmeans
+        return _spectral_step(stats.XtX, stats.s, kds.components_, results, rng, params, timings)
 
     def transform(self, X):
         """Row-normalised spectral embedding of ``X`` (n_samples x ``spectrum_.n_columns(n_clusters_)``)."""
