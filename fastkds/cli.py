@@ -564,7 +564,7 @@ example:
 
 def build_parser():
     """The ``fastkds`` argument parser."""
-    import numba
+    from importlib.metadata import version
 
     from . import __version__
 
@@ -572,7 +572,8 @@ def build_parser():
     parser.add_argument(
         "--version",
         action="version",
-        version=f"fastkds {__version__} (numba {numba.__version__}, numpy {np.__version__}, "
+        # numba's installed version, read without importing it (half a second)
+        version=f"fastkds {__version__} (numba {version('numba')}, numpy {np.__version__}, "
         f"Python {sys.version.split()[0]})",
     )
     sub = parser.add_subparsers(dest="command", required=True)

@@ -31,8 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
-from . import datasets
-from .metrics import clustering_accuracy
+# datasets and metrics load scikit-learn: imported where used, so that the
+# command line can build its parser (which holds this module's options)
+# without a second of imports
 
 #: The paper's table (accuracy of KDS, of the best other method it reports,
 #: and of k-means), Tasissa et al., Table "Clustering accuracies".
@@ -283,6 +284,8 @@ def find_data_dir(path=None):
 
 def _load(exp, data_dir, seed, quick):
     """(Y, labels) of one experiment; raises FileNotFoundError when absent."""
+    from . import datasets
+
     if exp.n_samples:  # generated: the noisy moons
         return datasets.make_moons(exp.n_samples, random_state=seed)
     if data_dir is None:
@@ -433,6 +436,7 @@ def run_experiment(exp, data_dir, *, seeds=None, first_seed=None, quick=False, b
     -------
     Row
     """
+    from .metrics import clustering_accuracy
     row = Row(exp)
     data = None
     for seed in _seed_range(exp, seeds, first_seed):
@@ -481,6 +485,8 @@ def run_circles(grid, *, log=None):
     CirclesGrid
         The same object, filled.
     """
+    from . import datasets
+    from .metrics import clustering_accuracy
     acc = np.zeros((len(grid.n_atoms), len(grid.deltas), grid.seeds))
     t0 = time.perf_counter()
     for j, delta in enumerate(grid.deltas):
