@@ -250,7 +250,7 @@ def _demo(args):
     rows = [
         ("generate data", t_data),
         ("compile / load kernels", t_jit),
-        (f"learn dictionary ({model.kds_.n_iter_} epochs)", t["dictionary"]),
+        (f"learn dictionary ({model.kds_.n_iter_} epochs on all points)", t["dictionary"]),
         ("encode all points", t["encode"]),
         ("spectral embedding", t["embed"]),
         ("k-means", t["kmeans"]),
