@@ -189,28 +189,21 @@ class NpyRows:
     Raises
     ------
     ValueError
-        The file is not a C-ordered .npy array of a fixed-size dtype
-        (:meth:`open` returns None instead).
+        The file is not a C-ordered .npy array of numbers, or is shorter
+        than its header says (:meth:`open` returns None instead).
     """
 
     def __init__(self, path):
         self.path = os.fspath(path)
-        with open(self.path, "rb") as f:
-            version = np.lib.format.read_magic(f)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-            elif version == (2, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-            else:
-                raise ValueError(f"{self.path!r}: .npy format version {version} is not read row by row")
-            self._offset = f.tell()
-        if fortran or dtype.hasobject or len(shape) < 1:
-            raise ValueError(f"{self.path!r} is not a C-ordered array of numbers")
-        self.shape, self.dtype = tuple(shape), dtype
-        self._row_items = int(np.prod(shape[1:], dtype=np.int64))
-        expected = self._offset + shape[0] * self._row_items * dtype.itemsize
-        if os.path.getsize(self.path) < expected:
-            raise ValueError(f"{self.path!r} is shorter than its header says")
+        # the header, read by NumPy: mapping the file touches none of its pages
+        header = np.load(self.path, mmap_mode="r")
+        if not isinstance(header, np.memmap) or header.ndim < 1 or header.dtype.hasobject:
+            raise ValueError(f"{self.path!r} is not an array of numbers")
+        if not header.flags.c_contiguous:
+            raise ValueError(f"{self.path!r} is not C-ordered")
+        self.shape, self.dtype, self._offset = header.shape, header.dtype, header.offset
+        del header
+        self._row_items = int(np.prod(self.shape[1:], dtype=np.int64))
 
     @classmethod
     def open(cls, path):
