@@ -543,7 +543,7 @@ def _add_model_options(p, atoms, lam, n_iter, epochs):
     )
 
 
-_CLUSTER_EPILOG = f"""\
+_CLUSTER_EPILOG = """\
 file formats, named by the extension:
   input       .npy, or a text table: .csv (commas), .tsv (tabs), .txt (spaces);
               a first line of column names is skipped (see --header)

@@ -32,7 +32,7 @@ def _npy_header(dtype, shape):
     body_len = _HEADER_BYTES - 10  # magic (6) + version (2) + header length (2)
     text = text.ljust(body_len - 1) + "\n"
     if len(text) != body_len:
-        raise ValueError(f"array of {length} entries is too long for the reserved .npy header")
+        raise ValueError(f"an array of shape {tuple(shape)} is too long for the reserved .npy header")
     return b"\x93NUMPY\x01\x00" + body_len.to_bytes(2, "little") + text.encode("latin1")
 
 
