@@ -16,6 +16,19 @@ _WORKQUEUE_LOCK = threading.RLock()
 #: Bytes of working memory a chunk may use by default (codes buffer + data copy).
 CHUNK_MEMORY_BUDGET = 64 * 2**20
 
+#: Data read in chunks (or a Dask array) up to this many bytes are loaded
+#: whole where a fit needs all of them at once (k-means++ without a
+#: warm-start subsample); the largest warm-start subsample stays below it.
+LOAD_WHOLE_BYTES = 256 * 2**20
+
+#: The warm-start subsample of ``presample="auto"``: ``max(PRESAMPLE_MIN,
+#: PRESAMPLE_PER_ATOM * n_atoms)`` points (enough for every atom to be fitted
+#: on many), taken when the data hold at least ``PRESAMPLE_FACTOR`` times as
+#: many (below that the full passes cost little more than the subsample's).
+PRESAMPLE_MIN = 20_000
+PRESAMPLE_PER_ATOM = 200
+PRESAMPLE_FACTOR = 5
+
 
 def effective_n_jobs(n_jobs):
     """Map scikit-learn style ``n_jobs`` to a Numba thread count.

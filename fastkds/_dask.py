@@ -34,7 +34,6 @@ the workers is defined at module level, so tasks pickle by reference.
 import copy
 import operator
 import sys
-import time
 import uuid
 
 import numba
@@ -42,19 +41,16 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
+from . import warmstart
+from . import _config
 from ._config import numba_threads
-from ._validation import check_clustering_params, check_n_jobs, fit_n_atoms
+from ._validation import check_n_jobs, fit_n_atoms
 from .solvers import SufficientStatistics, run_epoch
 from .sources import random_rows
-from .spectral import BipartiteSpectrum, kmeans_labels, normalize_rows
+from .spectral import normalize_rows
 
 #: Partial statistics merged per task of the tree reduction.
 SPLIT_EVERY = 8
-
-#: Without a warm-start subsample, k-means++ seeding needs all the points on
-#: the client (as in memory) up to this size; beyond it, it seeds from a
-#: random subsample, as for data read in chunks.
-LOAD_WHOLE_BYTES = 256 * 2**20
 
 
 def is_dask_array(X):
@@ -338,21 +334,28 @@ class DaskBackend:
 # -- estimator entry points --------------------------------------------------
 
 
-def _check_device(est):
+def check_device(device):
+    """Refuse a device the workers cannot run (they run the CPU kernels)."""
     from ._backends import DEVICES
 
-    if not isinstance(est.device, str) or est.device not in DEVICES:
-        raise ValueError(f"device must be one of {DEVICES}, got {est.device!r}")
-    if est.device == "cuda":
+    if not isinstance(device, str) or device not in DEVICES:
+        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
+    if device == "cuda":
         raise ValueError(
             "device='cuda' is not supported with a dask array: the workers run the CPU "
             "kernels; use device='cpu' (or 'auto')"
         )
 
 
+def persist(Y):
+    """``Y`` kept in the workers' memory: the epochs read every block many
+    times. Unfused, so the user's annotations (retries=...) stay on the tasks."""
+    return Y.persist(optimize_graph=False)
+
+
 class _RowGatherer:
-    """A Dask array seen by :meth:`KDS._initial_dictionary` with
-    ``init="random"`` or an array: indexing gathers only the rows asked for."""
+    """A Dask array seen by :func:`fastkds.warmstart.initial_dictionary`
+    with ``init="random"`` or an array: indexing gathers only the rows asked for."""
 
     def __init__(self, Y):
         self._Y = Y
@@ -371,134 +374,134 @@ def _gather_rows(Y, idx):
     return rows
 
 
-def fit_kds(est, X):
-    """:meth:`KDS.fit` on a Dask array (the in-memory fit's steps, see the
-    module docstring). Sets the fitted attributes of ``est``, once the fit
-    has succeeded, and returns it."""
-    from .estimators import _commit_fit
+def fit_dictionary(Y, p, *, init, presample, random_state, display):
+    """The exact solver's fit on a checked Dask array: the in-memory fit's
+    plan (:mod:`fastkds.warmstart`), with the warm-start samples gathered to
+    the client and the epochs on all points run on the workers.
 
-    Y = check_dask_array(X)
-    _check_device(est)
-    _commit_fit(est, {**_fit_kds_validated(est, Y), "n_features_in_": Y.shape[1]})
-    return est
+    Parameters
+    ----------
+    Y : dask.array.Array
+        From :func:`check_dask_array`.
+    p : dict
+        The estimator's validated fit parameters.
+    init, presample, random_state :
+        The estimator's parameters.
+    display : estimator
+        Whose ``verbose`` sets the epoch display.
 
-
-def _fit_kds_validated(est, Y):
-    """The fitted attributes of ``est`` on validated ``Y``, not yet set."""
-    p = est._validated_params()
+    Returns
+    -------
+    dict
+        The fitted attributes (see :func:`fastkds.warmstart.fit_stages`).
+    """
     if p.get("solver", "exact") != "exact":
         raise ValueError(
             f"solver={p['solver']!r} trains on shuffled mini-batches in memory; with a dask "
             "array use solver='exact', or compute the array first"
         )
     n, d = Y.shape
-    p["n_atoms"] = fit_n_atoms(n, p["n_atoms"], est.init)
-    rng = check_random_state(est.random_state)
-    threads = thread_plan(p["n_jobs"])
-    backend = DaskBackend(threads)
-    # The epochs read every block many times: keep them in the workers' memory.
-    # Unfused, so the user's annotations (retries=...) stay on the tasks.
-    Y = Y.persist(optimize_graph=False)
-    n_pre = est._presample_size(n)
-    ladder = est._presample_ladder(n_pre, n, d, Y.dtype.itemsize) if n_pre else [0]
-    if n_pre:
-        # nested subsamples, as in memory: the first `size` of one random
-        # permutation; one gather of the largest, the others taken from it
-        order = random_rows(rng, n, ladder[-1])
-        rows = np.sort(order)
-        largest = _gather_rows(Y, rows)
-        samples = [largest[np.searchsorted(rows, np.sort(order[:size]))] for size in ladder]
+    n_pre = warmstart.presample_size(presample, p["n_atoms"], n)
+    p = {**p, "n_atoms": fit_n_atoms(n, p["n_atoms"], init)}
+    rng = check_random_state(random_state)
+    backend = DaskBackend(thread_plan(p["n_jobs"]))
+    Y = persist(Y)
+    ladder = warmstart.presample_ladder(n_pre, n, d, Y.dtype.itemsize)
+    samples = warmstart.nested_samples(lambda rows: _gather_rows(Y, rows), rng, n, ladder)
+    kmeans_pp = isinstance(init, str) and init == "k-means++"
+    if samples:
         Y_first = samples[0]
-    elif isinstance(est.init, str) and est.init == "k-means++" and n * d * Y.dtype.itemsize <= LOAD_WHOLE_BYTES:
+    elif kmeans_pp and n * d * Y.dtype.itemsize <= _config.LOAD_WHOLE_BYTES:
         Y_first = _gather_rows(Y, slice(None))  # small: seed on all points, as in memory
-    elif not (isinstance(est.init, str) and est.init == "k-means++"):
+    elif not kmeans_pp:
         Y_first = _RowGatherer(Y)  # "random" gathers its m rows; an array init none
     else:
         # too large to gather: k-means++ on a random subsample seeds the atoms
-        size = min(n, max(20_000, 200 * p["n_atoms"]))
-        Y_first = _gather_rows(Y, np.sort(random_rows(rng, n, size)))
-    W = est._initial_dictionary(Y_first, rng, p)
+        Y_first = _gather_rows(Y, np.sort(random_rows(rng, n, warmstart.seeding_size(n, p["n_atoms"]))))
+    W = warmstart.initial_dictionary(Y_first, init, rng, p)
     from ._backends import CpuBackend
 
     # the subsamples are in memory on the client; all points stay on the workers
-    stages = [("subsample", sample, CpuBackend()) for sample in samples] if n_pre else []
+    stages = [("subsample", sample, CpuBackend()) for sample in samples]
     stages.append(("all points", Y, backend))
-    return est._fit_stages(stages, W, p, rng, Y.dtype)
+    return warmstart.fit_stages(stages, W, p, rng, Y.dtype, display)
 
 
-def fit_clustering(est, X):
-    """:meth:`KDSClustering.fit` on a Dask array.
+class ClusteringResults:
+    """The codes, embedding and labels of a clustering fit on a Dask array
+    (the in-memory fit's :class:`fastkds.spectral.ClusteringResults`).
 
-    The dictionary as :func:`fit_kds`; then one block-wise pass keeps each
-    block's codes on the workers and reduces ``X^T X`` and ``s`` for the
-    spectral step; the embedding of each block comes to the client for
-    k-means (n x n_clusters numbers; the data and the codes stay put).
-    ``labels_`` and ``embedding_`` are Dask arrays chunked like ``X``.
+    One block-wise pass keeps each block's codes on the workers and reduces
+    ``X^T X`` and ``s`` for the spectral step; the embedding of each block
+    comes to the client for k-means (n x n_clusters numbers; the data and
+    the codes stay put). :meth:`commit` gives Dask arrays chunked like the data.
+
+    Parameters
+    ----------
+    Y : dask.array.Array
+        Checked and persisted.
+    kds : KDS
+        The fitted dictionary model.
+    n_jobs : int or None
+        Threads per task (checked), or None to share the cores (:func:`thread_plan`).
     """
-    import dask
-    import dask.array as da
-    from dask import delayed
 
-    from .estimators import _commit_fit
+    def __init__(self, Y, kds, n_jobs):
+        self.n = Y.shape[0]
+        self._Y = Y
+        self._kds = kds
+        self._threads = thread_plan(n_jobs)
+        self._pairs = None
+        self._embedding = self._labels = None
 
-    k, n_init, min_component, max_clusters = check_clustering_params(est)
-    Y = check_dask_array(X)
-    _check_device(est)
-    rng = check_random_state(est.random_state)
-    kds = est._inner_kds(rng, Y.shape[0], k)
-    timings = {}
-    t0 = time.perf_counter()
-    Y = Y.persist(optimize_graph=False)
-    _commit_fit(kds, {**_fit_kds_validated(kds, Y), "n_features_in_": Y.shape[1]})
-    timings["dictionary"] = time.perf_counter() - t0
+    def encode(self):
+        """Encode every block where it lives; return the reduced statistics."""
+        import dask
+        from dask import delayed
 
-    t0 = time.perf_counter()
-    threads = thread_plan(check_n_jobs(est.n_jobs))
-    model = _as_key(_lean_model(kds), "fastkds-model")
-    pairs = [
-        delayed(encode_block_with_statistics, pure=False)(model, blk, start, threads)
-        for blk, start, _ in _blocks(Y)
-    ]
-    pairs = dask.persist(*pairs)  # codes stay on the workers for the embedding
-    stats = tree_merge([delayed(operator.getitem)(p, 1) for p in pairs]).compute()
-    timings["encode"] = time.perf_counter() - t0
+        model = _as_key(_lean_model(self._kds), "fastkds-model")
+        pairs = [
+            delayed(encode_block_with_statistics, pure=False)(model, blk, start, self._threads)
+            for blk, start, _ in _blocks(self._Y)
+        ]
+        self._pairs = dask.persist(*pairs)  # codes stay on the workers for the embedding
+        return tree_merge([delayed(operator.getitem)(p, 1) for p in self._pairs]).compute()
 
-    t0 = time.perf_counter()
-    spectrum = BipartiteSpectrum(stats.XtX, stats.s, min_component=min_component, atoms=kds.components_)
-    n_clusters = spectrum.eigengap(max_clusters) if k is None else k
-    n_cols = spectrum.n_columns(n_clusters)  # more than n_clusters when localised modes lead
-    P = _as_key(spectrum.projection(n_clusters), "fastkds-projection")
-    blocks = [
-        da.from_delayed(
-            delayed(embed_block, pure=False)(delayed(operator.getitem)(p, 0), P),
-            shape=(rows, n_cols),
-            dtype=np.float64,
+    def embed(self, projection, sample):
+        """Embed each block on its worker and gather the embedding; return
+        its rows ``sample``."""
+        import dask.array as da
+        from dask import delayed
+
+        P = _as_key(projection, "fastkds-projection")
+        blocks = [
+            da.from_delayed(
+                delayed(embed_block, pure=False)(delayed(operator.getitem)(p, 0), P),
+                shape=(rows, projection.shape[1]),
+                dtype=np.float64,
+            )
+            for p, (_, _, rows) in zip(self._pairs, _blocks(self._Y))
+        ]
+        self._embedding = np.ascontiguousarray(da.concatenate(blocks, axis=0).compute())
+        self._pairs = None  # the codes on the workers are no longer needed
+        return self._embedding[sample]
+
+    def label(self, kmeans):
+        """The nearest centre of every embedded point."""
+        self._labels = kmeans.predict(self._embedding)
+
+    def commit(self):
+        """``(labels, embedding)`` as Dask arrays chunked like the data."""
+        import dask.array as da
+
+        chunks = self._Y.chunks[0]
+        return (
+            da.from_array(self._labels, chunks=(chunks,)),
+            da.from_array(self._embedding, chunks=(chunks, self._embedding.shape[1])),
         )
-        for p, (_, _, rows) in zip(pairs, _blocks(Y))
-    ]
-    embedding = np.ascontiguousarray(da.concatenate(blocks, axis=0).compute())
-    del pairs
-    timings["embed"] = time.perf_counter() - t0
 
-    t0 = time.perf_counter()
-    kmeans, labels = kmeans_labels(
-        embedding, n_clusters, n_init=n_init, random_state=rng.randint(np.iinfo(np.int32).max)
-    )
-    timings["kmeans"] = time.perf_counter() - t0
-
-    _commit_fit(est, {
-        "n_features_in_": Y.shape[1],
-        "labels_": da.from_array(labels, chunks=(Y.chunks[0],)),
-        "kds_": kds,
-        "kmeans_": kmeans,
-        "spectrum_": spectrum,
-        "components_": kds.components_,
-        "embedding_": da.from_array(embedding, chunks=(Y.chunks[0], n_cols)),
-        "eigenvalues_": spectrum.eigenvalues,
-        "n_clusters_": n_clusters,
-        "timings_": timings,
-    })
-    return est
+    def abort(self):
+        """Nothing to remove: the results are in memory."""
 
 
 def transform_kds(est, X, out=None):

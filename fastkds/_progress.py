@@ -37,6 +37,12 @@ def epochs(estimator, desc, total):
     return bar, bar.update
 
 
+def close(closer):
+    """End a stage's display (``None``: there is none)."""
+    if closer is not None:
+        closer.close()
+
+
 class EpochBar:
     """A tqdm bar over the epochs; it ends at the number of epochs run, not
     at the limit, when the fit converges early (37/37, not 37/100)."""

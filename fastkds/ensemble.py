@@ -28,12 +28,11 @@ from . import _dask
 from ._config import effective_n_jobs
 from ._validation import check_clustering_params, check_n_jobs, check_positive_int
 from .estimators import (
-    _LABEL_CHUNK, KDS, _check_fit_input, _check_input, _ClusteringResults, _commit_fit, _EmbeddingFeaturesMixin,
-    _SaveMixin, _spectral_step,
+    KDS, _check_fit_input, _check_input, _commit_fit, _EmbeddingFeaturesMixin, _SaveMixin,
 )
 from .exceptions import warn
 from .sources import ChunkSource
-from .spectral import normalize_rows
+from .spectral import LABEL_CHUNK, ClusteringResults, cluster_codes, normalize_rows
 
 
 def _fit_dictionary(kds, Y, threads=None):
@@ -226,12 +225,12 @@ class KDSEnsembleClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, T
         codes = self._joint_codes(Y, estimators)
         XtX = (codes.T @ codes).toarray()
         s = np.asarray(codes.sum(axis=0)).ravel()
-        results = _ClusteringResults(None, codes, components.shape[0])
-        for start in range(0, codes.shape[0], _LABEL_CHUNK):
-            rows = codes[start : start + _LABEL_CHUNK]
+        results = ClusteringResults(None, codes.shape[0], components.shape[0], codes.dtype)
+        for start in range(0, codes.shape[0], LABEL_CHUNK):
+            rows = codes[start : start + LABEL_CHUNK]
             results.codes.append((rows.indptr, rows.indices, rows.data))
         del codes, rows
-        spectrum, n_clusters, kmeans = _spectral_step(
+        spectrum, n_clusters, kmeans = cluster_codes(
             XtX, s, components, results, rng, (k, n_init, min_component, max_clusters)
         )
         labels, embedding = results.commit()

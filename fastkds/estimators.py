@@ -8,28 +8,27 @@ import time
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin
-from sklearn.cluster import KMeans, kmeans_plusplus
 from sklearn.utils import check_random_state
 from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._backends import get_backend
 from . import _dask, _progress
+from . import warmstart
+from . import _config
 from ._config import numba_threads
 from ._validation import (
     FLOAT_DTYPES, auto_n_atoms, check_clustering_params, check_n_jobs, check_nonneg_float, check_positive_int,
     check_verbose, fit_n_atoms,
 )
-from .diskcodes import DiskCodesWriter, NpyAppender, NpyRows, check_out_folder, code_chunks
-from .exceptions import KDSConvergenceWarning, OffCentreDataWarning, warn
-from .encoding import (
-    OFFSET_STEP_RATIO_WARN, PreparedDictionary, check_encoder, check_step, concatenate_csr, offset_step_ratio,
-)
+from .diskcodes import DiskCodesWriter, check_out_folder
+from .encoding import PreparedDictionary, check_encoder, check_step, concatenate_csr
+from .exceptions import warn
 from .online import RunningStatistics, online_step
-from .solvers import SufficientStatistics, fit_alternating
+from .solvers import SufficientStatistics
 from .unrolled import UnrolledTrainer, fit_unrolled, step_size, theta_from_step
 from .sources import ChunkSource, as_source, is_chunked_input, random_rows
-from .spectral import ArrayRows, BipartiteSpectrum, EmbeddingPass, kmeans_sample, normalize_rows
+from .spectral import ClusteringResults, cluster_codes, normalize_rows
 
 _KDS_PARAMS_DOC = """
     lam : float, default=1.0
@@ -178,7 +177,9 @@ def _is_fitted_attribute(name):
 def _check_fit_input(estimator, X, *, passes=2, chunked=True):
     """``X`` validated for a fit, and the feature attributes the fit will set.
 
-    ``chunked=False`` accepts in-memory arrays only (``partial_fit``).
+    ``chunked=False`` accepts in-memory arrays only (``partial_fit``). A
+    Dask array is checked by :func:`fastkds._dask.check_dask_array` and
+    stays lazy.
     Validation runs on a shallow copy of ``estimator``, which is left as it
     was: a fit that fails later must not have changed ``n_features_in_``.
 
@@ -188,6 +189,10 @@ def _check_fit_input(estimator, X, *, passes=2, chunked=True):
     features : dict
         ``n_features_in_``, and ``feature_names_in_`` for a DataFrame.
     """
+    if chunked and _dask.is_dask_array(X):
+        Y = _dask.check_dask_array(X)
+        _dask.check_device(estimator.device)
+        return Y, {"n_features_in_": Y.shape[1]}
     probe = copy.copy(estimator)
     if chunked:
         Y = _check_input(probe, X, reset=True, passes=passes)
@@ -214,69 +219,6 @@ def _commit_fit(estimator, fitted):
 def _take_rows(Y, indices):
     """Rows ``indices`` (sorted) of an array or a :class:`ChunkSource`, in memory."""
     return Y.take(indices) if isinstance(Y, ChunkSource) else Y[indices]
-
-
-#: Data read in chunks up to this size are loaded whole when a fit needs all
-#: of them in memory (k-means++ without a warm-start subsample).
-_LOAD_WHOLE_BYTES = 256 * 2**20
-
-
-def _close_bar(bar):
-    """Close an epoch display of :func:`fastkds._progress.epochs` (None: none)."""
-    if bar is not None:
-        bar.close()
-
-
-def _check_init(init, n_atoms, n_features):
-    if isinstance(init, str):
-        if init not in ("random", "k-means++"):
-            raise ValueError(f"init must be 'random', 'k-means++' or an array, got {init!r}")
-        return init
-    W = np.asarray(init)
-    if W.dtype.kind not in "biuf":
-        raise TypeError(f"init must be 'random', 'k-means++' or a numeric array, got an array of dtype {W.dtype}")
-    if W.shape != (n_atoms, n_features):
-        raise ValueError(
-            f"init array has shape {W.shape}, expected (n_atoms, n_features) = ({n_atoms}, {n_features})"
-        )
-    if not np.all(np.isfinite(W)):
-        raise ValueError("init array contains NaN or infinite values")
-    return W
-
-
-def _seeding_data(Y):
-    """``Y`` as k-means++ should see it: in float64 when, in float32, its
-    squared distances could overflow.
-
-    k-means++ sums squared distances over the points, each at most
-    ``4 max ||y||^2``; in float32 that overflows for data of scale ~1e18 and
-    the seeds are then drawn from inf and NaN (numpy only warns).
-    """
-    if Y.dtype == np.float64 or Y.shape[0] == 0:
-        return Y
-    sq_max = float(np.einsum("ij,ij->i", Y, Y, dtype=np.float64).max())
-    if 4.0 * Y.shape[0] * sq_max < float(np.finfo(Y.dtype).max):
-        return Y
-    return Y.astype(np.float64)
-
-
-def _warn_if_off_centre(W, n_iter, step, encoder):
-    """Warn when, with the accelerated encoder at the paper's step, the
-    initial atoms sit so far from the origin that the encoder's step is much
-    smaller than for the same data centred."""
-    if step != "paper" or encoder != "apg":
-        return
-    ratio = offset_step_ratio(W)
-    if ratio > OFFSET_STEP_RATIO_WARN:
-        warn(
-            f"the data lie far from the origin compared with their spread: the encoder step "
-            f"1/sigma_max(W)^2 is {ratio:.3g} times smaller than for the same data centred, and "
-            f"n_iter={n_iter} steps may stop far from the optimal codes (the encoder is not "
-            f"translation-invariant). Subtract the data's mean first, for example with "
-            f"sklearn.preprocessing.StandardScaler(with_std=False) in a Pipeline, use step='centred', "
-            f"or raise n_iter.",
-            OffCentreDataWarning,
-        )
 
 
 def _check_bool(est, name):
@@ -513,51 +455,6 @@ class KDS(_SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         p.update(_check_solver_params(self))
         return p
 
-    @staticmethod
-    def _chunk_size(backend, p, n_features, n_atoms):
-        if p["chunk_size"] is not None:
-            return p["chunk_size"]
-        return backend.chunk_size(n_features, n_atoms, 8)
-
-    def _initial_dictionary(self, Y, rng, p):
-        m = p["n_atoms"]
-        init = _check_init(self.init, m, Y.shape[1])
-        if isinstance(init, np.ndarray):
-            W = init.astype(np.float64)
-        elif init == "random":
-            idx = np.sort(rng.choice(Y.shape[0], m, replace=False))
-            W = Y[idx].astype(np.float64)
-        else:
-            W, _ = kmeans_plusplus(_seeding_data(Y), m, random_state=rng)
-            W = W.astype(np.float64)
-        _warn_if_off_centre(W, p["n_iter"], p["step"], p["encoder"])
-        return W
-
-    def _presample_size(self, n):
-        """Points of the warm-start subsample (0: none)."""
-        if self.presample is None:
-            return 0
-        if isinstance(self.presample, str):
-            if self.presample != "auto":
-                raise ValueError(f"presample must be 'auto', an int or None, got {self.presample!r}")
-            size = max(20_000, 200 * self.n_atoms)
-            return size if n >= 5 * size else 0
-        size = check_positive_int(self.presample, "presample")
-        if size < self.n_atoms:
-            raise ValueError(f"presample={size} is smaller than n_atoms={self.n_atoms}")
-        return size if size < n else 0
-
-    @staticmethod
-    def _presample_ladder(n_pre, n, d, itemsize):
-        """Sizes of the nested warm-start subsamples: n_pre, 10 n_pre, ...
-        while a size is at most n / 5 and its points fit in 256 MiB."""
-        if not n_pre:
-            return [0]
-        sizes = [n_pre]
-        while 10 * sizes[-1] * 5 <= n and 10 * sizes[-1] * d * itemsize <= _LOAD_WHOLE_BYTES:
-            sizes.append(10 * sizes[-1])
-        return sizes
-
     def _run(self, Y, stats=None, codes_out=None):
         """One encoding pass over validated ``Y`` with the learned dictionary."""
         p = self._encoding_params()
@@ -567,14 +464,14 @@ class KDS(_SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         if p["solver"] == "unrolled" and (p["train_step"] or p["freeze_step"]):  # not 1/sigma_max^2
             prepared.alpha_value = float(self.step_)
             prepared.alpha = prepared.dtype.type(self.step_)
-        chunk_size = self._chunk_size(backend, p, Y.shape[1], W.shape[0])
         with numba_threads(p["n_jobs"]):
+            chunk_size = warmstart.chunk_size(backend, p, Y.shape[1], W.shape[0])
             backend.run_epoch(Y, prepared, chunk_size, stats, codes_out=codes_out)
 
     def _fit_unrolled(self, Y, p, rng):
         """The unrolled solver's fit (see :mod:`fastkds.unrolled`); returns
         the fitted attributes."""
-        W = self._initial_dictionary(Y, rng, p)
+        W = warmstart.initial_dictionary(Y, self.init, rng, p)
         bar, progress = _progress.epochs(self, f"KDS unrolled epochs (n={Y.shape[0]:,})", p["max_epochs"])
         try:
             with numba_threads(p["n_jobs"]):
@@ -585,7 +482,7 @@ class KDS(_SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
                     freeze_step=p["freeze_step"],
                 )
         finally:
-            _close_bar(bar)
+            _progress.close(bar)
         return {
             "_stream_state": {"solver": "unrolled", "rng": rng, "trainer": trainer},
             "components_": trainer.W.astype(Y.dtype),
@@ -602,78 +499,39 @@ class KDS(_SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         the estimator as it was.
         """
         p = self._validated_params()
+        if _dask.is_dask_array(Y):
+            return _dask.fit_dictionary(
+                Y, p, init=self.init, presample=self.presample, random_state=self.random_state, display=self
+            )
         n, d = Y.shape
         p["n_atoms"] = fit_n_atoms(n, p["n_atoms"], self.init)
         backend = get_backend(self.device, p["encoder"])
         rng = check_random_state(self.random_state)
         if p["solver"] == "unrolled":
             if isinstance(Y, ChunkSource):
-                if n * d * Y.dtype.itemsize > _LOAD_WHOLE_BYTES:
+                if n * d * Y.dtype.itemsize > _config.LOAD_WHOLE_BYTES:
                     raise ValueError(
                         "solver='unrolled' trains on shuffled mini-batches of in-memory data; "
                         "for data read chunk by chunk call partial_fit on each chunk, or use solver='exact'"
                     )
                 Y = Y.to_array()
             return self._fit_unrolled(Y, p, rng)
-        n_pre = self._presample_size(n)
-        if not n_pre and isinstance(Y, ChunkSource) and n * d * Y.dtype.itemsize <= _LOAD_WHOLE_BYTES:
+        n_pre = warmstart.presample_size(self.presample, self.n_atoms, n)
+        if not n_pre and isinstance(Y, ChunkSource) and n * d * Y.dtype.itemsize <= _config.LOAD_WHOLE_BYTES:
             Y = Y.to_array()  # small: fit exactly as on the in-memory array
-        # Warm start: learn on a random subsample first, then refine on all
-        # points, so the expensive full passes start from a fitted dictionary.
-        ladder = self._presample_ladder(n_pre, n, d, Y.dtype.itemsize)
-        if n_pre:
-            # nested subsamples: the first n_pre of one random order
-            order = random_rows(rng, n, ladder[-1])
-            samples = [_take_rows(Y, np.sort(order[:size])) for size in ladder]
+        ladder = warmstart.presample_ladder(n_pre, n, d, Y.dtype.itemsize)
+        samples = warmstart.nested_samples(lambda rows: _take_rows(Y, rows), rng, n, ladder)
+        if samples:
             Y_first = samples[0]
         elif isinstance(Y, ChunkSource):
             # too large to load: k-means++ on a random subsample seeds the atoms
-            size = min(n, max(20_000, 200 * p["n_atoms"]))
-            Y_first = Y.take(np.sort(random_rows(rng, n, size)))
+            Y_first = Y.take(np.sort(random_rows(rng, n, warmstart.seeding_size(n, p["n_atoms"]))))
         else:
             Y_first = Y
-        W = self._initial_dictionary(Y_first, rng, p)
-        stages = [("subsample", sample, backend) for sample in samples] if n_pre else []
+        W = warmstart.initial_dictionary(Y_first, self.init, rng, p)
+        stages = [("subsample", sample, backend) for sample in samples]
         stages.append(("all points", Y, backend))
-        return self._fit_stages(stages, W, p, rng, Y.dtype)
-
-    def _fit_stages(self, stages, W, p, rng, dtype):
-        """Alternating minimisation through the warm-start stages, each a
-        ``(label, data, backend)``; returns the fitted attributes (no
-        ``_stream_state``: a later ``partial_fit`` starts a fresh stream)."""
-        converged, epochs, history = False, 0, []
-        for label, data, backend in stages:
-            bar, progress = _progress.epochs(self, f"KDS epochs ({label}, n={data.shape[0]:,})", p["max_epochs"])
-            try:
-                with numba_threads(p["n_jobs"]):
-                    W, history, epochs, converged = fit_alternating(
-                        data,
-                        W,
-                        lam=p["lam"],
-                        n_iter=p["n_iter"],
-                        max_epochs=p["max_epochs"],
-                        tol=p["tol"],
-                        step=p["step"],
-                        encoder=p["encoder"],
-                        chunk_size=self._chunk_size(backend, p, data.shape[1], p["n_atoms"]),
-                        random_state=rng,
-                        backend=backend,
-                        progress=progress,
-                    )
-            finally:
-                _close_bar(bar)
-        if not converged and p["max_epochs"] > 1:
-            warn(
-                f"KDS did not converge in max_epochs={p['max_epochs']} epochs "
-                f"(tol={p['tol']}); increase max_epochs or tol",
-                KDSConvergenceWarning,
-            )
-        return {
-            "components_": W.astype(dtype),
-            "step_": PreparedDictionary(W, p["lam"], 1, np.float64, p["step"]).alpha_value,
-            "n_iter_": epochs,
-            "objective_": np.asarray(history),
-        }
+        return warmstart.fit_stages(stages, W, p, rng, Y.dtype, self)
 
     def partial_fit(self, X, y=None):
         """Update the dictionary with one chunk of a stream of data.
@@ -725,7 +583,7 @@ class KDS(_SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
             if first:
                 # the initial atoms are drawn from the first chunk
                 p["n_atoms"] = fit_n_atoms(Y.shape[0], p["n_atoms"], self.init)
-                W = self._initial_dictionary(Y, rng, p)
+                W = warmstart.initial_dictionary(Y, self.init, rng, p)
             else:
                 W = np.asarray(self.components_, dtype=np.float64)
             state = {"solver": p["solver"], "rng": rng}
@@ -752,7 +610,7 @@ class KDS(_SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
                 W, F, _ = online_step(
                     Y, state["W"], state["running"], lam=p["lam"], n_iter=p["n_iter"], step=p["step"],
                     encoder=p["encoder"],
-                    chunk_size=self._chunk_size(backend, p, Y.shape[1], state["W"].shape[0]), backend=backend,
+                    chunk_size=warmstart.chunk_size(backend, p, Y.shape[1], state["W"].shape[0]), backend=backend,
                     random_state=state["rng"],
                 )
                 state["W"] = W
@@ -807,8 +665,6 @@ class KDS(_SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         -------
         self : KDS
         """
-        if _dask.is_dask_array(X):
-            return _dask.fit_kds(self, X)
         Y, fitted = _check_fit_input(self, X)
         fitted.update(self._fit_validated(Y))
         _commit_fit(self, fitted)
@@ -859,7 +715,7 @@ class KDS(_SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEst
         """
         _refuse_dataframe_output(self)
         if _dask.is_dask_array(X):
-            return _dask.fit_kds(self, X).transform(X)
+            return self.fit(X).transform(X)
         Y, fitted = _check_fit_input(self, X)
         fitted.update(self._fit_validated(Y))
         # encoded by a fitted copy: the model changes only once the codes are made
@@ -1004,153 +860,6 @@ class _EmbeddingFeaturesMixin(ClassNamePrefixFeaturesOutMixin):
         feature_names_out : ndarray of str objects, shape (n_columns,)
         """
         return super().get_feature_names_out(input_features)
-
-
-def _spectral_step(XtX, s, atoms, results, rng, params, timings=None):
-    """The clustering step of :class:`KDSClustering` and
-    :class:`KDSEnsembleClustering`, from the code graph to the labels.
-
-    The spectrum of the graph (``XtX = X^T X`` and the atom degrees ``s``
-    of the codes X), the number of clusters, then two passes: the embedding
-    of the codes held in ``results`` (a :class:`_ClusteringResults`) and
-    the labels (k-means on a sample of the embedding, then the nearest
-    centre of every point), both written into ``results`` chunk by chunk.
-
-    Parameters
-    ----------
-    XtX, s : ndarray
-    atoms : ndarray of shape (m, d)
-        The dictionary (the spectrum places outlier atoms by it).
-    results : _ClusteringResults
-    rng : numpy.random.RandomState
-        Draws the k-means seed.
-    params : tuple
-        The checked ``(n_clusters, n_init, min_component, max_clusters)``.
-    timings : dict or None
-        Gets the seconds of ``embed`` and ``kmeans``.
-
-    Returns
-    -------
-    spectrum : BipartiteSpectrum
-    n_clusters : int
-    kmeans : sklearn.cluster.KMeans
-    """
-    k, n_init, min_component, max_clusters = params
-    timings = {} if timings is None else timings
-    t0 = time.perf_counter()
-    spectrum = BipartiteSpectrum(XtX, s, min_component=min_component, atoms=atoms)
-    n_clusters = spectrum.eigengap(max_clusters) if k is None else k
-    projection = spectrum.projection(n_clusters)
-    seed = rng.randint(np.iinfo(np.int32).max)
-    embed = EmbeddingPass(projection, results.embedding_sink(projection.shape[1]), kmeans_sample(results.n, seed))
-    for triple in results.code_chunks():
-        embed.append(triple)
-    timings["embed"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    kmeans = KMeans(n_clusters, n_init=n_init, random_state=seed).fit(embed.sample_rows)
-    labels = results.labels_sink()
-    for rows in results.embedding_chunks():
-        labels.append(kmeans.predict(rows))
-    timings["kmeans"] = time.perf_counter() - t0
-    return spectrum, n_clusters, kmeans
-
-
-#: Rows of the embedding labelled at once by the last pass of a clustering fit.
-_LABEL_CHUNK = 1 << 17
-
-
-def _drain(parts):
-    """Yield the items of ``parts`` from its end, dropping each: the codes
-    of a chunk are freed once embedded."""
-    while parts:
-        yield parts.pop()
-
-
-class _HeldCodes(list):
-    """The CSR triples of the first pass, held until embedded; a chunk's
-    indptr counts its own entries only, so it is kept as int32 where it fits
-    (the encoder hands it over as int64: 8 bytes a point, a fifth of the
-    codes)."""
-
-    def append(self, triple):
-        indptr, indices, data = triple
-        if indptr[-1] <= np.iinfo(np.int32).max:  # a chunk_size given huge may not fit
-            indptr = indptr.astype(np.int32)
-        super().append((indptr, indices, data))
-
-
-class _ClusteringResults:
-    """Where a clustering fit keeps what grows with n: in memory, or in the
-    files of ``out`` (written under temporary names, put in place by
-    :meth:`commit`, removed by :meth:`abort`).
-
-    The codes of the first pass are held until embedded: in memory, each
-    chunk's freed once its rows are embedded, or in ``out/codes``.
-    """
-
-    def __init__(self, out, Y, n_atoms):
-        self.out = out
-        self.n = Y.shape[0]  # rows of the data (or of codes already computed)
-        self._files = []
-        if out is not None:
-            self.codes = DiskCodesWriter(os.path.join(out, "codes"), n_atoms, Y.dtype)
-            self._files.append(self.codes)
-        else:
-            self.codes = _HeldCodes()
-        self._embedding = self._labels = None
-
-    def code_chunks(self):
-        """CSR triples of the codes of the first pass, in order."""
-        if isinstance(self.codes, DiskCodesWriter):
-            self.codes.close(commit=False)
-            return code_chunks(self.codes.temporary_paths, _LABEL_CHUNK)
-        parts, self.codes = self.codes[::-1], None
-        return _drain(parts)
-
-    def embedding_sink(self, n_columns):
-        """Where the embedding goes, row by row."""
-        if self.out is None:
-            self._embedding = ArrayRows((self.n, n_columns))
-        else:
-            self._embedding = NpyAppender(os.path.join(self.out, "embedding.npy"), np.float64, (n_columns,))
-            self._files.append(self._embedding)
-        return self._embedding
-
-    def embedding_chunks(self):
-        """The embedding again, in chunks of :data:`_LABEL_CHUNK` rows."""
-        if self.out is None:
-            E = self._embedding.array
-            return (E[start : start + _LABEL_CHUNK] for start in range(0, self.n, _LABEL_CHUNK))
-        self._embedding.close()
-        rows = NpyRows(self._embedding.tmp)
-        return (rows.read(start, min(start + _LABEL_CHUNK, self.n)) for start in range(0, self.n, _LABEL_CHUNK))
-
-    def labels_sink(self):
-        """Where the labels go, chunk by chunk."""
-        if self.out is None:
-            self._labels = ArrayRows((self.n,), np.int32)
-        else:
-            self._labels = NpyAppender(os.path.join(self.out, "labels.npy"), np.int32)
-            self._files.append(self._labels)
-        return self._labels
-
-    def commit(self):
-        """``(labels, embedding)``: the arrays, or memory maps of the files put in place."""
-        if self.out is None:
-            return self._labels.array, self._embedding.array
-        self._labels.close()
-        for f in self._files:
-            f.commit()
-        return (
-            np.load(os.path.join(self.out, "labels.npy"), mmap_mode="r"),
-            np.load(os.path.join(self.out, "embedding.npy"), mmap_mode="r"),
-        )
-
-    def abort(self):
-        """Remove the files not yet in place."""
-        for f in self._files:
-            f.abort()
 
 
 class KDSClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, TransformerMixin, BaseEstimator):
@@ -1344,31 +1053,43 @@ class KDSClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, Transform
         -------
         self : KDSClustering
         """
-        if _dask.is_dask_array(X):
-            if out is not None:
-                raise ValueError("out= is not supported for Dask arrays: their results are Dask arrays already")
-            return _dask.fit_clustering(self, X)
-        k, n_init, min_component, max_clusters = check_clustering_params(self)
+        params = check_clustering_params(self)
+        dask = _dask.is_dask_array(X)
         if out is not None:
+            if dask:
+                raise ValueError("out= is not supported for Dask arrays: their results are Dask arrays already")
             out = os.fspath(out)
             check_out_folder(out, X)
         Y, fitted = _check_fit_input(self, X)
         rng = check_random_state(self.random_state)
-        kds = self._inner_kds(rng, Y.shape[0], k)
+        kds = self._inner_kds(rng, Y.shape[0], params[0])
         timings = {}
         t0 = time.perf_counter()
+        if dask:
+            Y = _dask.persist(Y)  # the dictionary's epochs and the encoding read it
         _commit_fit(kds, {**kds._fit_validated(Y), "n_features_in_": Y.shape[1]})
         timings["dictionary"] = time.perf_counter() - t0
-        results = _ClusteringResults(out, Y, kds.components_.shape[0])
+        if dask:
+            results = _dask.ClusteringResults(Y, kds, check_n_jobs(self.n_jobs))
+        else:
+            results = ClusteringResults(out, Y.shape[0], kds.components_.shape[0], Y.dtype)
         try:
-            spectrum, n_clusters, kmeans = self._cluster(
-                kds, Y, results, timings, rng, (k, n_init, min_component, max_clusters)
+            t0 = time.perf_counter()
+            if dask:
+                stats = results.encode()
+            else:
+                stats = SufficientStatistics(kds.components_.shape[0], Y.shape[1])
+                kds._run(Y, stats, codes_out=results.codes)
+            timings["encode"] = time.perf_counter() - t0
+            spectrum, n_clusters, kmeans = cluster_codes(
+                stats.XtX, stats.s, kds.components_, results, rng, params, timings
             )
             labels, embedding = results.commit()
         except BaseException:
             results.abort()
             raise
-        kmeans.labels_ = labels  # all points', as load restores it (k-means may have seen a sample)
+        # all points' labels, as load restores them (k-means may have seen a sample)
+        kmeans.labels_ = np.asarray(labels) if dask else labels
         fitted.update(
             labels_=labels,
             kds_=kds,
@@ -1382,16 +1103,6 @@ class KDSClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, Transform
         )
         _commit_fit(self, fitted)
         return self
-
-    def _cluster(self, kds, Y, results, timings, rng, params):
-        """Encode the points of validated ``Y`` with the fitted ``kds`` into
-        ``results``, with the statistics of the code graph, then run the
-        spectral step (:func:`_spectral_step`)."""
-        t0 = time.perf_counter()
-        stats = SufficientStatistics(kds.components_.shape[0], Y.shape[1])
-        kds._run(Y, stats, codes_out=results.codes)
-        timings["encode"] = time.perf_counter() - t0
-        return _spectral_step(stats.XtX, stats.s, kds.components_, results, rng, params, timings)
 
     def transform(self, X):
         """Row-normalised spectral embedding of ``X`` (n_samples x ``spectrum_.n_columns(n_clusters_)``)."""

@@ -44,7 +44,8 @@ from ._backends import DEVICES
 from ._validation import check_clustering_params, check_n_jobs, check_positive_int
 from .encoding import PreparedDictionary
 from .ensemble import KDSEnsembleClustering
-from .estimators import KDS, KDSClustering, _check_init
+from .estimators import KDS, KDSClustering
+from .warmstart import check_init, presample_size
 from .spectral import BipartiteSpectrum
 
 FORMAT_VERSION = 1
@@ -316,11 +317,11 @@ def _check_kds_params(est, n_atoms, n_features):
     probe = KDS(**{name: getattr(est, name) for name in KDS._get_param_names()})
     # an unresolved "auto" stands as 1, which passes every check that depends on the count
     probe.n_atoms = 1 if n_atoms is None else n_atoms
-    probe._validated_params()
-    probe._presample_size(0)
+    p = probe._validated_params()
+    presample_size(est.presample, p["n_atoms"], 0)
     # sizes not known yet are taken from an init array, which must still be 2-D
     rows, cols = np.shape(est.init) if np.ndim(est.init) == 2 else (-1, -1)
-    _check_init(est.init, rows if n_atoms is None else n_atoms, cols if n_features is None else n_features)
+    check_init(est.init, rows if n_atoms is None else n_atoms, cols if n_features is None else n_features)
     _require(
         isinstance(est.device, str) and est.device in DEVICES, f"device must be one of {DEVICES}, got {est.device!r}"
     )

@@ -7,9 +7,14 @@ and atoms. With ``s = X^T 1`` and ``M = diag(s)^(-1/2) X^T X diag(s)^(-1/2)``
 sparse product, never an n x n matrix.
 """
 
+import os
+import time
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
+
+from .diskcodes import DiskCodesWriter, NpyAppender, NpyRows, code_chunks
 
 #: With ``min_component > 0``, a component or a mode of fewer points than
 #: this is never a cluster, whatever the fraction says: on small data (128
@@ -255,32 +260,6 @@ def kmeans_sample(n, random_state):
     return np.sort(np.random.default_rng(random_state).choice(n, KMEANS_SAMPLE, replace=False))
 
 
-def kmeans_labels(embedding, n_clusters, *, n_init, random_state):
-    """k-means on the row-normalised embedding.
-
-    Parameters
-    ----------
-    embedding : ndarray of shape (n, k)
-    n_clusters, n_init : int
-    random_state : int
-        Seeds k-means and, above :data:`KMEANS_SAMPLE` points, the sample it
-        is fitted on (:func:`kmeans_sample`).
-
-    Returns
-    -------
-    kmeans : sklearn.cluster.KMeans, fitted
-    labels : ndarray of shape (n,)
-    """
-    from sklearn.cluster import KMeans
-
-    kmeans = KMeans(n_clusters, n_init=n_init, random_state=random_state)
-    n = embedding.shape[0]
-    if n <= KMEANS_SAMPLE:
-        return kmeans, kmeans.fit_predict(embedding)
-    kmeans.fit(embedding[kmeans_sample(n, random_state)])
-    return kmeans, kmeans.predict(embedding)
-
-
 class EmbeddingPass:
     """The spectral embedding of codes that arrive chunk by chunk.
 
@@ -339,3 +318,172 @@ class ArrayRows:
     def append(self, rows):
         self.array[self.length : self.length + rows.shape[0]] = rows
         self.length += rows.shape[0]
+
+
+def cluster_codes(XtX, s, atoms, results, rng, params, timings=None):
+    """The clustering step of every clusterer, from the code graph to the labels.
+
+    The spectrum of the graph (``XtX = X^T X`` and the atom degrees ``s``
+    of the codes X), the number of clusters, the embedding of the codes
+    ``results`` holds (:meth:`ClusteringResults.embed`), k-means on a
+    sample of it (:func:`kmeans_sample`), and the label of every point
+    (:meth:`ClusteringResults.label`).
+
+    Parameters
+    ----------
+    XtX, s : ndarray
+    atoms : ndarray of shape (m, d)
+        The dictionary (the spectrum places outlier atoms by it).
+    results : ClusteringResults
+        Or anything with its ``n``, ``embed(projection, sample)`` and
+        ``label(kmeans)`` (the Dask backend's, whose codes stay on the workers).
+    rng : numpy.random.RandomState
+        Draws the k-means seed.
+    params : tuple
+        The checked ``(n_clusters, n_init, min_component, max_clusters)``
+        (``n_clusters`` None: chosen by the eigengap).
+    timings : dict or None
+        Gets the seconds of ``embed`` and ``kmeans``.
+
+    Returns
+    -------
+    spectrum : BipartiteSpectrum
+    n_clusters : int
+    kmeans : sklearn.cluster.KMeans
+    """
+    from sklearn.cluster import KMeans
+
+    k, n_init, min_component, max_clusters = params
+    timings = {} if timings is None else timings
+    t0 = time.perf_counter()
+    spectrum = BipartiteSpectrum(XtX, s, min_component=min_component, atoms=atoms)
+    n_clusters = spectrum.eigengap(max_clusters) if k is None else k
+    seed = rng.randint(np.iinfo(np.int32).max)
+    sample_rows = results.embed(spectrum.projection(n_clusters), kmeans_sample(results.n, seed))
+    timings["embed"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    kmeans = KMeans(n_clusters, n_init=n_init, random_state=seed).fit(sample_rows)
+    results.label(kmeans)
+    timings["kmeans"] = time.perf_counter() - t0
+    return spectrum, n_clusters, kmeans
+
+
+#: Rows of the embedding labelled at once by the last pass of a clustering fit.
+LABEL_CHUNK = 1 << 17
+
+
+def _drain(parts):
+    """Yield the items of ``parts`` from its end, dropping each: the codes
+    of a chunk are freed once embedded."""
+    while parts:
+        yield parts.pop()
+
+
+class _HeldCodes(list):
+    """The CSR triples of the first pass, held until embedded; a chunk's
+    indptr counts its own entries only, so it is kept as int32 where it fits
+    (the encoder hands it over as int64: 8 bytes a point, a fifth of the
+    codes)."""
+
+    def append(self, triple):
+        indptr, indices, data = triple
+        if indptr[-1] <= np.iinfo(np.int32).max:  # a chunk_size given huge may not fit
+            indptr = indptr.astype(np.int32)
+        super().append((indptr, indices, data))
+
+
+class ClusteringResults:
+    """Where a clustering fit keeps what grows with n: in memory, or in the
+    files of ``out`` (written under temporary names, put in place by
+    :meth:`commit`, removed by :meth:`abort`).
+
+    The codes of the first pass (appended to :attr:`codes` as CSR triples)
+    are held until embedded: in memory, each chunk's freed once its rows
+    are embedded, or in ``out/codes``.
+
+    Parameters
+    ----------
+    out : str or None
+        The results' folder, or None to keep them in memory.
+    n : int
+        Rows of the data (or of the codes already computed).
+    n_atoms : int
+    dtype : numpy dtype
+        The codes'.
+    """
+
+    def __init__(self, out, n, n_atoms, dtype):
+        self.out = out
+        self.n = n
+        self._files = []
+        if out is not None:
+            self.codes = DiskCodesWriter(os.path.join(out, "codes"), n_atoms, dtype)
+            self._files.append(self.codes)
+        else:
+            self.codes = _HeldCodes()
+        self._embedding = self._labels = None
+
+    def embed(self, projection, sample):
+        """Write the embedding of the held codes; return its rows ``sample``
+        (sorted indices), the rows k-means is fitted on."""
+        embed = EmbeddingPass(projection, self._embedding_sink(projection.shape[1]), sample)
+        for triple in self._code_chunks():
+            embed.append(triple)
+        return embed.sample_rows
+
+    def label(self, kmeans):
+        """Write the label of every point: its nearest centre of ``kmeans``."""
+        labels = self._labels_sink()
+        for rows in self._embedding_chunks():
+            labels.append(kmeans.predict(rows))
+
+    def _code_chunks(self):
+        """CSR triples of the codes of the first pass, in order."""
+        if isinstance(self.codes, DiskCodesWriter):
+            self.codes.close(commit=False)
+            return code_chunks(self.codes.temporary_paths, LABEL_CHUNK)
+        parts, self.codes = self.codes[::-1], None
+        return _drain(parts)
+
+    def _embedding_sink(self, n_columns):
+        if self.out is None:
+            self._embedding = ArrayRows((self.n, n_columns))
+        else:
+            self._embedding = NpyAppender(os.path.join(self.out, "embedding.npy"), np.float64, (n_columns,))
+            self._files.append(self._embedding)
+        return self._embedding
+
+    def _embedding_chunks(self):
+        """The embedding again, in chunks of :data:`LABEL_CHUNK` rows."""
+        if self.out is None:
+            E = self._embedding.array
+            return (E[start : start + LABEL_CHUNK] for start in range(0, self.n, LABEL_CHUNK))
+        self._embedding.close()
+        rows = NpyRows(self._embedding.tmp)
+        return (rows.read(start, min(start + LABEL_CHUNK, self.n)) for start in range(0, self.n, LABEL_CHUNK))
+
+    def _labels_sink(self):
+        if self.out is None:
+            self._labels = ArrayRows((self.n,), np.int32)
+        else:
+            self._labels = NpyAppender(os.path.join(self.out, "labels.npy"), np.int32)
+            self._files.append(self._labels)
+        return self._labels
+
+    def commit(self):
+        """``(labels, embedding)``: the arrays, or memory maps of the files put in place."""
+        if self.out is None:
+            return self._labels.array, self._embedding.array
+        self._labels.close()
+        for f in self._files:
+            f.commit()
+        return (
+            np.load(os.path.join(self.out, "labels.npy"), mmap_mode="r"),
+            np.load(os.path.join(self.out, "embedding.npy"), mmap_mode="r"),
+        )
+
+    def abort(self):
+        """Remove the files not yet in place."""
+        for f in self._files:
+            f.abort()

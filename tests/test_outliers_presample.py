@@ -90,8 +90,9 @@ def test_presample_at_least_n_means_no_subsample():
 
 def test_presample_ladder_sizes():
     # ten-fold nested subsamples while at most n / 5 points and 256 MiB
-    ladder = KDS._presample_ladder
-    assert ladder(0, 10**6, 2, 8) == [0]
+    from fastkds.warmstart import presample_ladder as ladder
+
+    assert ladder(0, 10**6, 2, 8) == []
     assert ladder(20_000, 100_000, 2, 8) == [20_000]
     assert ladder(20_000, 10**6, 2, 8) == [20_000, 200_000]
     assert ladder(20_000, 10**7, 2, 8) == [20_000, 200_000, 2_000_000]
@@ -99,7 +100,7 @@ def test_presample_ladder_sizes():
 
 
 def test_presample_ladder_fit_runs_every_stage(monkeypatch):
-    import fastkds.estimators as est
+    import fastkds.warmstart as est
 
     Y, _ = make_moons(6000, random_state=3)
     kw = dict(lam=5.0, n_iter=15, presample=100, random_state=0)
@@ -114,7 +115,7 @@ def test_presample_ladder_fit_runs_every_stage(monkeypatch):
     ladder = KDS(12, **kw).fit(Y)
     assert seen == [100, 1000, 6000]
     # against the single warm-start stage: the same first stage, a fit as good
-    monkeypatch.setattr(KDS, "_presample_ladder", staticmethod(lambda n_pre, n, d, itemsize: [n_pre]))
+    monkeypatch.setattr(est, "presample_ladder", lambda n_pre, n, d, itemsize: [n_pre])
     seen.clear()
     single = KDS(12, **kw).fit(Y)
     assert seen == [100, 6000]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import fastkds.estimators as estimators_module
+from fastkds import _config
 from fastkds import KDS, KDSClustering, clustering_accuracy, make_moons
 from fastkds.diskcodes import load_codes
 from fastkds.sources import SlicedSource, as_source, is_chunked_input
@@ -92,7 +92,7 @@ def test_source_too_large_to_load_is_streamed(monkeypatch, moons):
     # without a warm-start subsample, a source too large to load is fitted
     # by streaming, with k-means++ seeded from a random subsample
     Y = moons[0]
-    monkeypatch.setattr(estimators_module, "_LOAD_WHOLE_BYTES", 1024)
+    monkeypatch.setattr(_config, "LOAD_WHOLE_BYTES", 1024)
     sliced = SlicedOnly(Y)
     kds = KDS(12, presample=None, chunk_size=500, **PARAMS).fit(SlicedSource(sliced))
     assert sliced.largest_read <= 1 << 16
@@ -214,18 +214,40 @@ def test_h5py_and_zarr_datasets_are_sliced(library, moons, tmp_path):
 
 
 def test_kmeans_on_a_sample_labels_like_full_kmeans(monkeypatch):
+    # cluster_codes fits k-means on KMEANS_SAMPLE rows of the embedding and
+    # labels every point by its nearest centre: on clusters as tight as a
+    # row-normalised embedding's, the labels of a fit on all rows
     import fastkds.spectral as spectral
 
     rng = np.random.default_rng(0)
     centres = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
     truth = rng.integers(0, 3, 5000)
     emb = centres[truth] + 0.05 * rng.normal(size=(5000, 2))
-    _, full = spectral.kmeans_labels(emb, 3, n_init=4, random_state=0)
+
+    class Results:  # the embedding given, whatever the graph's projection
+        n = emb.shape[0]
+
+        def embed(self, projection, sample):
+            self.sample = sample
+            return emb[sample]
+
+        def label(self, kmeans):
+            self.labels = kmeans.predict(emb)
+
+    graph = np.eye(3)  # three atoms, each its own component: any spectrum will do
+
+    def cluster():
+        results = Results()
+        kmeans = spectral.cluster_codes(graph, np.ones(3), centres, results, np.random.RandomState(0), (3, 4, 0.0, 3))[2]
+        return results, kmeans
+
+    full, _ = cluster()
     monkeypatch.setattr(spectral, "KMEANS_SAMPLE", 500)
-    kmeans, sampled = spectral.kmeans_labels(emb, 3, n_init=4, random_state=0)
+    sampled, kmeans = cluster()
+    assert full.sample.shape == (5000,) and sampled.sample.shape == (500,)
     assert kmeans.cluster_centers_.shape == (3, 2)
-    assert clustering_accuracy(full, sampled) == 1.0
-    assert clustering_accuracy(truth, sampled) == 1.0
+    assert clustering_accuracy(full.labels, sampled.labels) == 1.0
+    assert clustering_accuracy(truth, sampled.labels) == 1.0
 
 
 def test_normalize_rows_in_place():

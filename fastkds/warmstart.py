@@ -1,0 +1,234 @@
+"""The exact solver's fit plan, shared by the in-memory and the Dask fit:
+seeding the atoms, the warm-start subsamples, and the stages of
+alternating minimisation run through them.
+
+A fit learns first on nested random subsamples of the data (each ten times
+the last), then on all points, each stage starting from the dictionary of
+the one before: the slow last epochs then run on the small samples, and
+only a few on all points. Where the data live (in memory, read in chunks,
+or on Dask workers) only decides how rows are gathered, which the caller
+does; the sizes, the draws and the stages are decided here once.
+"""
+
+import numpy as np
+from sklearn.cluster import kmeans_plusplus
+
+from . import _config, _progress
+from ._config import numba_threads
+from ._validation import check_positive_int
+from .encoding import OFFSET_STEP_RATIO_WARN, PreparedDictionary, offset_step_ratio
+from .exceptions import KDSConvergenceWarning, OffCentreDataWarning, warn
+from .solvers import fit_alternating
+from .sources import random_rows
+
+
+def presample_size(presample, n_atoms, n):
+    """Points of the first warm-start subsample (0: none).
+
+    Parameters
+    ----------
+    presample : "auto", int or None
+        The estimator's parameter (see :class:`fastkds.KDS`).
+    n_atoms, n : int
+        Atoms asked for, and points of the data.
+
+    Returns
+    -------
+    int
+    """
+    if presample is None:
+        return 0
+    if isinstance(presample, str):
+        if presample != "auto":
+            raise ValueError(f"presample must be 'auto', an int or None, got {presample!r}")
+        size = seeding_size(np.inf, n_atoms)
+        return size if n >= _config.PRESAMPLE_FACTOR * size else 0
+    size = check_positive_int(presample, "presample")
+    if size < n_atoms:
+        raise ValueError(f"presample={size} is smaller than n_atoms={n_atoms}")
+    return size if size < n else 0
+
+
+def seeding_size(n, n_atoms):
+    """Points k-means++ seeds ``n_atoms`` atoms from when it cannot see all
+    ``n`` (data too large to load): as many as ``presample="auto"`` takes."""
+    return int(min(n, max(_config.PRESAMPLE_MIN, _config.PRESAMPLE_PER_ATOM * n_atoms)))
+
+
+def presample_ladder(n_pre, n, d, itemsize):
+    """Sizes of the nested warm-start subsamples: ``n_pre``, ``10 n_pre``, ...
+    while a size is at most ``n / PRESAMPLE_FACTOR`` and its points fit in
+    :data:`~fastkds._config.LOAD_WHOLE_BYTES` (``[]`` when ``n_pre`` is 0)."""
+    if not n_pre:
+        return []
+    sizes = [n_pre]
+    while 10 * sizes[-1] * _config.PRESAMPLE_FACTOR <= n and 10 * sizes[-1] * d * itemsize <= _config.LOAD_WHOLE_BYTES:
+        sizes.append(10 * sizes[-1])
+    return sizes
+
+
+def nested_samples(take, rng, n, ladder):
+    """The warm-start subsamples: for each size of ``ladder``, the first
+    that many of one random order of the ``n`` rows, in row order.
+
+    ``take(sorted_indices)`` gathers rows into memory; it is called once,
+    for the largest sample, and the smaller ones are taken from it.
+    """
+    if not ladder:
+        return []
+    order = random_rows(rng, n, ladder[-1])
+    rows = np.sort(order)
+    largest = take(rows)
+    return [largest[np.searchsorted(rows, np.sort(order[:size]))] for size in ladder]
+
+
+def check_init(init, n_atoms, n_features):
+    """``init`` validated: ``"random"``, ``"k-means++"`` or an
+    ``(n_atoms, n_features)`` array of finite numbers."""
+    if isinstance(init, str):
+        if init not in ("random", "k-means++"):
+            raise ValueError(f"init must be 'random', 'k-means++' or an array, got {init!r}")
+        return init
+    W = np.asarray(init)
+    if W.dtype.kind not in "biuf":
+        raise TypeError(f"init must be 'random', 'k-means++' or a numeric array, got an array of dtype {W.dtype}")
+    if W.shape != (n_atoms, n_features):
+        raise ValueError(
+            f"init array has shape {W.shape}, expected (n_atoms, n_features) = ({n_atoms}, {n_features})"
+        )
+    if not np.all(np.isfinite(W)):
+        raise ValueError("init array contains NaN or infinite values")
+    return W
+
+
+def _seeding_data(Y):
+    """``Y`` as k-means++ should see it: in float64 when, in float32, its
+    squared distances could overflow.
+
+    k-means++ sums squared distances over the points, each at most
+    ``4 max ||y||^2``; in float32 that overflows for data of scale ~1e18 and
+    the seeds are then drawn from inf and NaN (numpy only warns).
+    """
+    if Y.dtype == np.float64 or Y.shape[0] == 0:
+        return Y
+    sq_max = float(np.einsum("ij,ij->i", Y, Y, dtype=np.float64).max())
+    if 4.0 * Y.shape[0] * sq_max < float(np.finfo(Y.dtype).max):
+        return Y
+    return Y.astype(np.float64)
+
+
+def _warn_if_off_centre(W, n_iter, step, encoder):
+    """Warn when, with the accelerated encoder at the paper's step, the
+    initial atoms sit so far from the origin that the encoder's step is much
+    smaller than for the same data centred."""
+    if step != "paper" or encoder != "apg":
+        return
+    ratio = offset_step_ratio(W)
+    if ratio > OFFSET_STEP_RATIO_WARN:
+        warn(
+            f"the data lie far from the origin compared with their spread: the encoder step "
+            f"1/sigma_max(W)^2 is {ratio:.3g} times smaller than for the same data centred, and "
+            f"n_iter={n_iter} steps may stop far from the optimal codes (the encoder is not "
+            f"translation-invariant). Subtract the data's mean first, for example with "
+            f"sklearn.preprocessing.StandardScaler(with_std=False) in a Pipeline, use step='centred', "
+            f"or raise n_iter.",
+            OffCentreDataWarning,
+        )
+
+
+def initial_dictionary(Y, init, rng, p):
+    """The initial atoms (float64), from the points of ``Y`` (an array, or
+    anything indexable by sorted row indices for ``init="random"``).
+
+    Parameters
+    ----------
+    Y : ndarray of shape (n, d), or row-indexable
+    init : {"k-means++", "random"} or ndarray
+    rng : numpy.random.RandomState
+    p : dict
+        The fit's validated parameters (``n_atoms``, ``n_iter``, ``step``,
+        ``encoder``).
+
+    Returns
+    -------
+    W : ndarray of shape (n_atoms, d)
+    """
+    m = p["n_atoms"]
+    init = check_init(init, m, Y.shape[1])
+    if isinstance(init, np.ndarray):
+        W = init.astype(np.float64)
+    elif init == "random":
+        idx = np.sort(rng.choice(Y.shape[0], m, replace=False))
+        W = Y[idx].astype(np.float64)
+    else:
+        W, _ = kmeans_plusplus(_seeding_data(Y), m, random_state=rng)
+        W = W.astype(np.float64)
+    _warn_if_off_centre(W, p["n_iter"], p["step"], p["encoder"])
+    return W
+
+
+def chunk_size(backend, p, n_features, n_atoms):
+    """Points encoded at once: the ``chunk_size`` parameter, or the backend's
+    choice for its memory budget."""
+    if p["chunk_size"] is not None:
+        return p["chunk_size"]
+    return backend.chunk_size(n_features, n_atoms, 8)
+
+
+def fit_stages(stages, W, p, rng, dtype, display):
+    """Alternating minimisation through the warm-start stages.
+
+    Parameters
+    ----------
+    stages : list of (label, data, backend)
+        The subsamples, then all points.
+    W : ndarray of shape (m, d)
+        The initial atoms.
+    p : dict
+        The fit's validated parameters.
+    rng : numpy.random.RandomState
+    dtype : numpy dtype
+        The data's, which ``components_`` takes.
+    display : estimator
+        Whose ``verbose`` sets the epoch display (:func:`fastkds._progress.epochs`).
+
+    Returns
+    -------
+    dict
+        The fitted attributes ``components_``, ``step_``, ``n_iter_`` and
+        ``objective_`` (no ``_stream_state``: a later ``partial_fit``
+        starts a fresh stream).
+    """
+    converged, epochs, history = False, 0, []
+    for label, data, backend in stages:
+        bar, progress = _progress.epochs(display, f"KDS epochs ({label}, n={data.shape[0]:,})", p["max_epochs"])
+        try:
+            with numba_threads(p["n_jobs"]):
+                W, history, epochs, converged = fit_alternating(
+                    data,
+                    W,
+                    lam=p["lam"],
+                    n_iter=p["n_iter"],
+                    max_epochs=p["max_epochs"],
+                    tol=p["tol"],
+                    step=p["step"],
+                    encoder=p["encoder"],
+                    chunk_size=chunk_size(backend, p, data.shape[1], p["n_atoms"]),
+                    random_state=rng,
+                    backend=backend,
+                    progress=progress,
+                )
+        finally:
+            _progress.close(bar)
+    if not converged and p["max_epochs"] > 1:
+        warn(
+            f"KDS did not converge in max_epochs={p['max_epochs']} epochs "
+            f"(tol={p['tol']}); increase max_epochs or tol",
+            KDSConvergenceWarning,
+        )
+    return {
+        "components_": W.astype(dtype),
+        "step_": PreparedDictionary(W, p["lam"], 1, np.float64, p["step"]).alpha_value,
+        "n_iter_": epochs,
+        "objective_": np.asarray(history),
+    }
