@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench install clean
+.PHONY: demo test bench lint install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m pytest bench --benchmark-only $(ARGS)
+
+lint: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[lint]"
+	$(BIN)/ruff check .
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .benchmarks
