@@ -17,10 +17,10 @@ from scipy.sparse.csgraph import connected_components
 from .diskcodes import DiskCodesWriter, NpyAppender, NpyRows, code_chunks
 
 #: With ``min_component > 0``, a component or a mode of fewer points than
-#: this is never a cluster, whatever the fraction says: on small data (128
-#: Yale B images) 1% is a point or two, and a mode on the 2-3 images that
-#: share one atom took the place of the mode separating the two faces
-#: (accuracy 0.52 instead of 0.98 on one seed in ten; docs/experiments.md).
+#: this is never a cluster, whatever the fraction says: on small data 1% is a
+#: point or two, and a mode on the few points that share one atom would take
+#: the place of a mode that separates clusters (Yale B's 128 images;
+#: docs/experiments.md).
 MIN_CLUSTER_POINTS = 5
 
 #: ``1 - lambda`` below this counts as 0 in :meth:`BipartiteSpectrum.eigengap`:
