@@ -22,10 +22,10 @@ from ._validation import (
 )
 from .diskcodes import DiskCodesWriter, NpyAppender, NpyRows, check_out_folder, code_chunks
 from .exceptions import KDSConvergenceWarning, OffCentreDataWarning, warn
-from .encoding import (
+from .online import RunningStatistics, online_step
+from .prepared import (
     OFFSET_STEP_RATIO_WARN, PreparedDictionary, check_encoder, check_step, concatenate_csr, offset_step_ratio,
 )
-from .online import RunningStatistics, online_step
 from .solvers import SufficientStatistics, fit_alternating
 from .unrolled import UnrolledTrainer, fit_unrolled, step_size, theta_from_step
 from .sources import ChunkSource, as_source, is_chunked_input, random_rows

@@ -73,7 +73,8 @@ import scipy.sparse as sp
 import numba
 from numba import cuda
 
-from .encoding import PreparedDictionary, iter_chunks
+from .prepared import PreparedDictionary, csr_from_dense
+from .sources import iter_chunks
 
 #: Rows per part of the sufficient-statistics reduction. Fixed (not derived
 #: from the launch) so the order of every sum is a property of the data alone.
@@ -1137,7 +1138,7 @@ def _resolve_kernel(kernel, n_atoms):
 
 class CudaPreparedDictionary:
     """A dictionary prepared for the CUDA encoder; mirrors
-    :class:`fastkds.encoding.PreparedDictionary`.
+    :class:`fastkds.prepared.PreparedDictionary`.
 
     The host-side quantities (the step ``alpha``, ``G = W W^T``,
     its diagonal, the momentum and the typed constants) are computed exactly
@@ -1151,7 +1152,7 @@ class CudaPreparedDictionary:
     n_iter : int
     dtype : numpy dtype, float32 or float64
     step : {"centred", "paper"}, default="centred"
-        The encoder step (see :class:`~fastkds.encoding.PreparedDictionary`).
+        The encoder step (see :class:`~fastkds.prepared.PreparedDictionary`).
     kernel : {"auto", "warp", "thread"}, default="auto"
         Encoder: one point per warp or one point per thread. "auto" takes the
         warp encoder from :data:`WARP_MIN_ATOMS` up to :data:`WARP_MAX_ATOMS`
@@ -1342,8 +1343,6 @@ class CudaPreparedDictionary:
         """CSR triple and per-point objectives of a chunk ``Y``: the contract
         of :meth:`PreparedDictionary.encode_csr`, so that the CPU epoch loop
         takes this dictionary too (dense codes copied back, CSR on the host)."""
-        from .encoding import csr_from_dense
-
         X, obj = self.encode_dense(Y, buffers)
         return csr_from_dense(X), obj
 

@@ -32,7 +32,8 @@ def warmup(dtypes=(np.float64, np.float32)):
     seconds : float
         Time spent (compilation, or loading from Numba's cache).
     """
-    from .encoding import PreparedDictionary, csr_from_dense, project_simplex, sparse_encode
+    from .encoding import project_simplex, sparse_encode
+    from .prepared import PreparedDictionary, csr_from_dense
     from .estimators import KDS, KDSClustering
 
     t0 = time.perf_counter()
