@@ -6,8 +6,8 @@ fastkds never needs CUDA.
 """
 
 from ._config import default_chunk_size
-from .prepared import PreparedDictionary
 from .exceptions import DeviceFallbackWarning, warn
+from .prepared import PreparedDictionary
 
 DEVICES = ("cpu", "cuda", "auto")
 
