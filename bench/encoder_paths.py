@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from fastkds import _kernels, make_moons
-from fastkds.encoding import PreparedDictionary
+from fastkds.prepared import PreparedDictionary
 
 
 def main():

@@ -15,7 +15,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from fastkds import gpu, make_moons
+from fastkds import _cuda_kernels, gpu, make_moons
 
 
 def main():
@@ -59,7 +59,7 @@ def main():
         phase("kernel: prefix sum", lambda: gpu._scan_on_device(buf.d_counts, n, buf.d_indptr, buf.d_tiles, s))
         phase(
             "kernel: fill CSR",
-            lambda: gpu._fill_kernel[gpu._launch(n, s)](buf.d_X, n, buf.d_indptr, buf.d_indices, buf.d_data),
+            lambda: _cuda_kernels._fill_kernel[gpu._launch(n, s)](buf.d_X, n, buf.d_indptr, buf.d_indices, buf.d_data),
         )
         phase("copy indptr to host", lambda: buf.d_indptr[: n + 1].copy_to_host(buf.h_indptr[: n + 1], stream=s))
         nnz = int(buf.h_indptr[n])

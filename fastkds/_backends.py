@@ -7,6 +7,7 @@ fastkds never needs CUDA.
 
 from ._config import default_chunk_size
 from .exceptions import DeviceFallbackWarning, warn
+from .prepared import PreparedDictionary
 
 DEVICES = ("cpu", "cuda", "auto")
 
@@ -17,8 +18,6 @@ class CpuBackend:
     name = "cpu"
 
     def prepare(self, W, lam, n_iter, dtype, step="centred", encoder="apg"):
-        from .encoding import PreparedDictionary
-
         return PreparedDictionary(W, lam, n_iter, dtype, step, encoder)
 
     def chunk_size(self, n_features, n_atoms, itemsize):

@@ -1,28 +1,20 @@
-"""Encoding with a fixed dictionary: simplex projection, the KDS encoder and
-CSR assembly of the codes.
+"""Encoding with a fixed dictionary, as functions: :func:`sparse_encode` (the
+KDS encoder, run by a backend) and :func:`project_simplex`.
 
-The functions here validate, allocate and call the kernels of
-:mod:`fastkds._kernels`; the estimators build on them.
+The functions here validate their input and hand the work to
+:mod:`fastkds._backends` and the kernels of :mod:`fastkds._kernels`; the
+dictionary state they share with the estimators lives in
+:mod:`fastkds.prepared`.
 """
 
-import numba
 import numpy as np
 import scipy.sparse as sp
 
-from . import _active_set, _kernels
+from . import _kernels
+from ._backends import get_backend
 from ._config import numba_threads
 from ._validation import check_data, check_dictionary, check_n_jobs, check_nonneg_float, check_positive_int
-
-
-def typed_constants(m, dtype):
-    """``arange(m + 1)`` in ``dtype``: the kernels' typed constants (see _kernels)."""
-    return np.arange(m + 1, dtype=dtype)
-
-
-def momentum(n_iter, dtype):
-    """Momentum coefficients ``t / (t + 3)``, t = 0..T-1."""
-    t = np.arange(n_iter, dtype=np.float64)
-    return (t / (t + 3.0)).astype(dtype)
+from .prepared import check_encoder, check_step, concatenate_csr, typed_constants
 
 
 def project_simplex(V, *, method="michelot", n_jobs=None):
@@ -58,301 +50,6 @@ def project_simplex(V, *, method="michelot", n_jobs=None):
     return out[0] if one_d else out
 
 
-#: ``offset_step_ratio`` above which :class:`~fastkds.KDS` warns that the data
-#: sit far from the origin: the accelerated encoder then needs about
-#: ``sqrt(ratio)`` = 5 times the steps to get as far. The paper's data measure
-#: 1-10 (moons 1.0, MNIST-5 6.4, Yale B 4.7, standardised Salinas-A 1.0), and
-#: uniform features in [0, 1] 10-21. Moons moved by (3, 3) measure 33, and
-#: their accuracy at T = 15 falls from 0.9988 to 0.8822; by (10, 10), 306 and
-#: 0.7462.
-OFFSET_STEP_RATIO_WARN = 25.0
-
-
-def offset_step_ratio(W):
-    """How many times smaller the encoder step ``1 / sigma_max(W)^2`` is than
-    the same dictionary's step after centring: ``sigma_max(W)^2 /
-    sigma_max(W - mean atom)^2``.
-
-    The objective is unchanged when the data and the atoms move together
-    (codes sum to 1), but the step shrinks as they move away from the
-    origin, and T steps then stop short of the optimal codes.
-
-    Parameters
-    ----------
-    W : ndarray of shape (m, d)
-
-    Returns
-    -------
-    float
-        1 for a centred dictionary. Also 1 when all atoms coincide (every code
-        is then optimal, whatever the step) and for a zero or non-finite
-        dictionary (left to the encoder's own checks).
-    """
-    W = np.asarray(W, dtype=np.float64)
-    scale = np.abs(W).max() if W.size else 0.0
-    if not 0 < scale < np.inf:
-        return 1.0
-    W = W / scale  # the ratio does not depend on the scale, and Gram entries stay finite
-    centred = _sigma_max_sq(W - W.mean(axis=0))
-    return _sigma_max_sq(W) / centred if centred > 0 else 1.0
-
-
-def _sigma_max_sq(A):
-    """``sigma_max(A)^2`` from the smaller of ``A^T A`` and ``A A^T`` (A not empty)."""
-    gram = A.T @ A if A.shape[1] <= A.shape[0] else A @ A.T
-    return float(np.linalg.eigvalsh(gram)[-1])
-
-
-#: The encoder's step rules (the ``step`` parameter of the estimators).
-STEPS = ("centred", "paper")
-
-#: The encoders (the ``encoder`` parameter of the estimators): T steps of the
-#: paper's accelerated projected gradient (:mod:`fastkds._kernels`), or exact
-#: codes by the active-set method (:mod:`fastkds._active_set`).
-ENCODERS = ("apg", "active-set")
-
-
-def check_encoder(encoder):
-    """``encoder`` validated: one of :data:`ENCODERS`."""
-    if not isinstance(encoder, str) or encoder not in ENCODERS:
-        raise ValueError(f"encoder must be one of {ENCODERS}, got {encoder!r}")
-    return encoder
-
-
-def check_step(step):
-    """``step`` validated: one of :data:`STEPS`."""
-    if not isinstance(step, str) or step not in STEPS:
-        raise ValueError(f"step must be one of {STEPS}, got {step!r}")
-    return step
-
-
-class PreparedDictionary:
-    """A dictionary with what the encoder needs precomputed once.
-
-    Holds ``W`` (m x d) in the working dtype, ``G = W W^T``, its diagonal, the
-    step ``alpha`` and the typed constants. With the centred step, ``W`` is
-    the dictionary less its mean atom ``shift``, which :meth:`encode`
-    subtracts from the points too.
-
-    Parameters
-    ----------
-    W : ndarray of shape (m, d)
-    lam : float
-    n_iter : int
-    dtype : numpy dtype, float32 or float64
-    step : {"centred", "paper"}, default="centred"
-        ``"centred"``: the encoder runs on the centred problem (points and
-        atoms less the mean atom), with ``alpha = 1 / sigma_max(W - mean
-        atom)^2``: the same objective and optimum, with codes that do not
-        depend on where the data sit (docs/algorithm.md).
-        ``"paper"``: the paper's iteration on the data as given, ``alpha = 1
-        / sigma_max(W)^2``.
-    encoder : {"apg", "active-set"}, default="apg"
-        ``"apg"``: ``n_iter`` steps of the paper's accelerated projected
-        gradient. ``"active-set"``: the exact codes
-        (:mod:`fastkds._active_set`); ``n_iter`` and the step then serve
-        only the rare points it hands to the accelerated encoder.
-    """
-
-    def __init__(self, W, lam, n_iter, dtype, step="centred", encoder="apg"):
-        self.dtype = np.dtype(dtype)
-        self.step = check_step(step)
-        self.encoder = check_encoder(encoder)
-        #: points the active-set encoder handed to the accelerated one so far
-        #: (affinely dependent atoms in a support, see fastkds._active_set)
-        self.n_fallbacks = 0
-        W64 = np.asarray(W, dtype=np.float64)
-        if not np.all(np.isfinite(W64)):
-            raise ValueError("the dictionary contains NaN or infinite values")
-        with np.errstate(over="ignore", under="ignore"):
-            G64 = W64 @ W64.T
-            G = G64.astype(self.dtype)
-        # The kernels work with squared norms: outside the dtype's range they
-        # overflow to inf or underflow to 0 and the iterate turns to NaN.
-        if not np.all(np.isfinite(G)):
-            raise ValueError(
-                f"the squared norms of the atoms overflow {self.dtype.name} "
-                f"(largest |entry| {np.abs(W64).max():.3g}): rescale the data"
-                + (" or use float64" if self.dtype == np.float32 else "")
-            )
-        top = float(np.linalg.eigvalsh(G64)[-1]) if W64.size else 0.0
-        if top == 0.0 and np.any(W64 != 0):
-            raise ValueError(
-                f"the squared norms of the atoms underflow (largest |entry| "
-                f"{np.abs(W64).max():.3g}): rescale the data"
-            )
-        #: Subtracted from every point and atom before encoding (the mean atom,
-        #: or None): the codes and objectives are the same, and the products
-        #: the kernels form keep their precision however far the data sit.
-        self.shift = None
-        if step == "centred":
-            mu = W64.mean(axis=0)
-            W64 = W64 - mu
-            G64 = W64 @ W64.T
-            G = G64.astype(self.dtype)
-            self.shift = mu.astype(self.dtype)
-            # sigma_max(W - mean atom)^2, held above sqrt(eps) of the uncentred
-            # value: atoms that coincide to rounding (every code optimal) get a
-            # finite step
-            floor = float(np.sqrt(np.finfo(self.dtype).eps)) * top
-            top = max(float(np.linalg.eigvalsh(G64)[-1]), floor) if W64.size else top
-        # A zero dictionary has no gradient from the fit term; any step works.
-        self.alpha_value = 1.0 / top if top > 0 else 1.0
-        self.alpha = self.dtype.type(self.alpha_value)
-        if not np.isfinite(self.alpha):
-            raise ValueError(
-                f"the encoder step = {self.alpha_value:.3g} overflows "
-                f"{self.dtype.name}: the data are too small in scale; rescale them"
-            )
-        self.W = W64.astype(self.dtype)
-        self.G = G
-        # the CPU encoder's loops run over the atoms padded for vectorisation
-        self.G_padded = np.zeros((G.shape[0], _kernels.padded_atoms(G.shape[0])), dtype=self.dtype)
-        self.G_padded[:, : G.shape[1]] = G
-        self.ww = np.ascontiguousarray(np.diag(G64)).astype(self.dtype)
-        self.lam = self.dtype.type(lam)
-        self.beta = momentum(n_iter, self.dtype)
-        self.ks = typed_constants(W64.shape[0], self.dtype)
-
-    @property
-    def n_atoms(self):
-        return self.W.shape[0]
-
-    def encode(self, Y, buffers=None):
-        """Codes of a chunk ``Y`` as per-row slots, and per-point objectives.
-
-        ``Y`` must already be validated, C-contiguous and of ``self.dtype``.
-        ``buffers``, from :meth:`allocate`, are reused across chunks: fresh
-        pages for every chunk would cost more than encoding small-d data.
-        Returns ``counts, slot_idx, slot_val, obj``, views into the buffers:
-        row i's code has ``counts[i]`` nonzeros, at the atoms
-        ``slot_idx[i, :counts[i]]`` (ascending), of values
-        ``slot_val[i, :counts[i]]``.
-        """
-        n = Y.shape[0]
-        if buffers is None:
-            buffers = self.allocate(n)
-        B, yy, counts, slot_idx, slot_val, obj, Yc, fallbacks = (buf[:n] for buf in buffers)
-        if self.shift is not None:
-            Y = np.subtract(Y, self.shift, out=Yc)
-        if Y.shape[1] <= _kernels.SMALL_D:
-            b_max, y_max = _kernels.point_products(Y, self.W, B, yy)
-        else:
-            with np.errstate(over="ignore"):
-                np.dot(Y, self.W.T, out=B)  # one BLAS call per chunk: the O(m d) part
-                np.einsum("ij,ij->i", Y, Y, out=yy)
-            b_max = float(np.abs(B).max()) if n else 0.0  # NaN or inf if any product is
-            y_max = float(yy.max()) if n else 0.0
-            if not np.isfinite(y_max):
-                b_max = np.inf
-        if not np.isfinite(b_max):
-            raise ValueError(
-                f"the squared norms of the data overflow {self.dtype.name}: rescale the data"
-                + (" or use float64" if self.dtype == np.float32 else "")
-            )
-        if n:
-            # The first step is alpha * (lam * ||y - w||^2 - y.w); later ones
-            # add at most a few units. It must fit the dtype with room to spare.
-            bound = self.alpha_value * (
-                float(self.lam) * (y_max + 2.0 * b_max + float(self.ww.max())) + b_max
-            )
-            if not bound < np.finfo(self.dtype).max / 64:
-                raise ValueError(
-                    f"points lie too far from the atoms for {self.dtype.name} "
-                    f"(first encoder step ~{bound:.3g}): rescale the data"
-                    + (" or use float64" if self.dtype == np.float32 else "")
-                )
-        if self.encoder == "active-set":
-            _active_set.encode_codes_active_set(
-                B, yy, self.G, self.G_padded, self.ww, self.alpha, self.lam, self.beta, self.ks,
-                counts, slot_idx, slot_val, obj, fallbacks,
-            )
-            self.n_fallbacks += int(fallbacks.sum())
-        else:
-            _kernels.encode_codes(
-                B, yy, self.G, self.G_padded, self.W, self.ww, self.alpha, self.lam, self.beta, self.ks,
-                counts, slot_idx, slot_val, obj, numba.get_num_threads(),
-            )
-        return counts, slot_idx, slot_val, obj
-
-    def encode_csr(self, Y, buffers=None):
-        """CSR triple ``(indptr, indices, data)`` of a chunk's codes, and its
-        per-point objectives (a view into ``buffers``)."""
-        counts, slot_idx, slot_val, obj = self.encode(Y, buffers)
-        n = counts.shape[0]
-        indptr = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(counts, out=indptr[1:])
-        indices = np.empty(indptr[-1], dtype=np.int32)
-        data = np.empty(indptr[-1], dtype=self.dtype)
-        _kernels.fill_csr_from_slots(counts, slot_idx, slot_val, indptr, indices, data)
-        return (indptr, indices, data), obj
-
-    def encode_dense(self, Y, buffers=None):
-        """Dense codes (n x m, a new array) and per-point objectives of a
-        chunk ``Y`` (see :meth:`encode`)."""
-        counts, slot_idx, slot_val, obj = self.encode(Y, buffers)
-        X = np.empty((counts.shape[0], self.n_atoms), dtype=self.dtype)
-        _kernels.slots_to_dense(counts, slot_idx, slot_val, X)
-        return X, obj
-
-    def allocate(self, chunk_size):
-        """Work buffers for chunks of up to ``chunk_size`` rows."""
-        m = self.n_atoms
-        return (
-            np.empty((chunk_size, m), dtype=self.dtype),
-            np.empty(chunk_size, dtype=self.dtype),
-            np.empty(chunk_size, dtype=np.int64),
-            np.empty((chunk_size, m), dtype=np.int32),
-            np.empty((chunk_size, m), dtype=self.dtype),
-            np.empty(chunk_size, dtype=self.dtype),
-            # the centred points, with the centred step
-            np.empty((chunk_size if self.shift is not None else 0, self.W.shape[1]), dtype=self.dtype),
-            np.empty(chunk_size, dtype=np.int64),  # points the active set handed over
-        )
-
-
-def csr_from_dense(X):
-    """Assemble dense codes into CSR arrays ``(indptr, indices, data)`` in parallel."""
-    n = X.shape[0]
-    counts = np.empty(n, dtype=np.int64)
-    _kernels.count_row_nonzeros(X, counts)
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    indices = np.empty(indptr[-1], dtype=np.int32)
-    data = np.empty(indptr[-1], dtype=X.dtype)
-    _kernels.fill_csr(X, indptr, indices, data)
-    return indptr, indices, data
-
-
-def concatenate_csr(parts, n_atoms, dtype):
-    """Join per-chunk CSR triples into one ``scipy.sparse.csr_array``."""
-    if not parts:
-        return sp.csr_array((0, n_atoms), dtype=dtype)
-    nnz = sum(p[1].shape[0] for p in parts)
-    n = sum(p[0].shape[0] - 1 for p in parts)
-    index_dtype = np.int32 if nnz < 2**31 else np.int64
-    indptr = np.empty(n + 1, dtype=index_dtype)
-    indices = np.empty(nnz, dtype=index_dtype)
-    data = np.empty(nnz, dtype=dtype)
-    row = 0
-    pos = 0
-    indptr[0] = 0
-    for ip, ix, dt in parts:
-        k = ip.shape[0] - 1
-        indptr[row + 1 : row + k + 1] = ip[1:] + pos
-        indices[pos : pos + ix.shape[0]] = ix
-        data[pos : pos + ix.shape[0]] = dt
-        row += k
-        pos += ix.shape[0]
-    return sp.csr_array((data, indices, indptr), shape=(n, n_atoms))
-
-
-def iter_chunks(n, chunk_size):
-    """Yield ``(start, stop)`` row ranges covering ``range(n)``."""
-    for start in range(0, n, chunk_size):
-        yield start, min(start + chunk_size, n)
-
-
 def sparse_encode(
     Y, dictionary, *, lam=1.0, n_iter=50, step="centred", encoder="apg", chunk_size=None, n_jobs=None,
     device="cpu",
@@ -374,9 +71,9 @@ def sparse_encode(
     n_iter : int, default=50
         Iterations T of the accelerated encoder (``encoder="apg"``).
     step : {"centred", "paper"}, default="centred"
-        The accelerated encoder's step; see :class:`PreparedDictionary`.
+        The accelerated encoder's step; see :class:`~fastkds.prepared.PreparedDictionary`.
     encoder : {"apg", "active-set"}, default="apg"
-        T accelerated steps, or the exact codes; see :class:`PreparedDictionary`.
+        T accelerated steps, or the exact codes; see :class:`~fastkds.prepared.PreparedDictionary`.
     chunk_size : int or None
         Rows encoded at once; by default chosen from a 64 MiB budget.
     n_jobs : int or None
@@ -396,8 +93,6 @@ def sparse_encode(
     step = check_step(step)
     encoder = check_encoder(encoder)
     n_jobs = check_n_jobs(n_jobs)
-    from ._backends import get_backend
-
     backend = get_backend(device, encoder)
     if chunk_size is None:
         chunk_size = backend.chunk_size(Y.shape[1], W.shape[0], Y.dtype.itemsize)

@@ -22,9 +22,9 @@ from ._validation import (
     check_verbose, fit_n_atoms,
 )
 from .diskcodes import DiskCodesWriter, check_out_folder
-from .encoding import PreparedDictionary, check_encoder, check_step, concatenate_csr
 from .exceptions import warn
 from .online import RunningStatistics, online_step
+from .prepared import PreparedDictionary, check_encoder, check_step, concatenate_csr
 from .solvers import SufficientStatistics
 from .unrolled import UnrolledTrainer, fit_unrolled, step_size, theta_from_step
 from .sources import ChunkSource, as_source, is_chunked_input, random_rows

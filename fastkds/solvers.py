@@ -253,7 +253,7 @@ def fit_alternating(
         Called as ``progress(epoch, mean_objective, n_dead)`` after each epoch.
     step : {"centred", "paper"}, default="centred"
     encoder : {"apg", "active-set"}, default="apg"
-        The encoder (see :class:`fastkds.encoding.PreparedDictionary`).
+        The encoder (see :class:`fastkds.prepared.PreparedDictionary`).
 
     Returns
     -------

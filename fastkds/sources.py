@@ -15,7 +15,28 @@ import numpy as np
 import scipy.sparse as sp
 
 from .diskcodes import NpyRows
-from .encoding import iter_chunks
+
+
+def iter_chunks(n, chunk_size):
+    """Yield ``(start, stop)`` row ranges covering ``range(n)``.
+
+    Defined here, low in the package, so that the GPU backend and the
+    sources share it without importing the user-facing :mod:`fastkds.encoding`.
+
+    Parameters
+    ----------
+    n : int
+        Rows to cover.
+    chunk_size : int
+        Rows per range (the last may be shorter).
+
+    Yields
+    ------
+    start, stop : int
+        ``range(start, stop)`` is one chunk's rows.
+    """
+    for start in range(0, n, chunk_size):
+        yield start, min(start + chunk_size, n)
 
 
 def _float_dtype(dtype):

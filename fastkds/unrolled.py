@@ -26,7 +26,7 @@ import numpy as np
 import scipy.linalg
 
 from . import _unrolled_kernels
-from .encoding import momentum, typed_constants
+from .prepared import momentum, typed_constants
 
 #: The trainable step is at most this multiple of 1 / sigma_max(W)^2. On
 #: noisy moons (10 seeds, 1000 epochs) a bound of 1.5 matched the fixed step's

@@ -16,8 +16,8 @@ from sklearn.cluster import kmeans_plusplus
 from . import _config, _progress
 from ._config import numba_threads
 from ._validation import check_positive_int
-from .encoding import OFFSET_STEP_RATIO_WARN, PreparedDictionary, offset_step_ratio
 from .exceptions import KDSConvergenceWarning, OffCentreDataWarning, warn
+from .prepared import OFFSET_STEP_RATIO_WARN, PreparedDictionary, offset_step_ratio
 from .solvers import fit_alternating
 from .sources import random_rows
 

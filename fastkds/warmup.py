@@ -32,9 +32,16 @@ def warmup(dtypes=(np.float64, np.float32)):
     seconds : float
         Time spent (compilation, or loading from Numba's cache).
     """
-    from .encoding import PreparedDictionary, csr_from_dense, project_simplex, sparse_encode
+    from .encoding import project_simplex, sparse_encode
+    from .prepared import PreparedDictionary, csr_from_dense
     from .estimators import KDS, KDSClustering
 
+    # Each call below reaches kernels no other call does (tests/test_warmup.py
+    # names every kernel Python code calls and checks each gets a signature):
+    # the projection; both encoders with many features (the per-point path);
+    # dense codes and their CSR assembly (slots_to_dense, fill_csr); the
+    # exact solver with few features (lockstep encoder, statistics); the
+    # unrolled solver (unrolled_batch, adam_update).
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)
     Y = rng.normal(size=(64, 2))

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from fastkds import KDS, KDSClustering, clustering_accuracy, make_moons, solvers
-from fastkds.encoding import csr_from_dense
 from fastkds.exceptions import TooFewSamplesWarning
+from fastkds.prepared import csr_from_dense
 from fastkds.solvers import SufficientStatistics
 
 da = pytest.importorskip("dask.array")

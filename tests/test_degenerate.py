@@ -14,7 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from fastkds import KDS, KDSClustering, clustering_accuracy, make_moons, project_simplex, sparse_encode
 from fastkds.exceptions import TooFewSamplesWarning
-from fastkds.encoding import offset_step_ratio
+from fastkds.prepared import offset_step_ratio
 
 # Short fits: degenerate data often cannot converge, and k-means may find
 # fewer distinct clusters than asked; the warnings are expected here.

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 
 import fastkds
 from fastkds import _naive
-from fastkds.encoding import PreparedDictionary, csr_from_dense
+from fastkds.prepared import PreparedDictionary, csr_from_dense
 
 DTYPES = [np.float64, np.float32]
 TOL = {np.float64: 1e-10, np.float32: 1e-4}
@@ -168,7 +168,8 @@ KERNEL_PATHS = [(2, 11), (3, 11), (1, 70), (12, 11)]
 def test_kernel_chunks_bitwise_identical(d, m, dtype):
     """Given the same ``B = Y W^T``, encoding in chunks of 7 rows is bitwise
     identical to one chunk, and the CSR triples concatenate to the same array."""
-    from fastkds.encoding import concatenate_csr, iter_chunks
+    from fastkds.prepared import concatenate_csr
+    from fastkds.sources import iter_chunks
 
     Y, W = make_problem(3, 103, d, m, dtype)
     prep = PreparedDictionary(W, 0.5, 40, dtype, encoder="apg")

@@ -26,7 +26,7 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
 
 import fastkds  # noqa: E402
 from fastkds import _naive, gpu  # noqa: E402
-from fastkds.encoding import PreparedDictionary, concatenate_csr, csr_from_dense  # noqa: E402
+from fastkds.prepared import PreparedDictionary, concatenate_csr, csr_from_dense  # noqa: E402
 from fastkds.solvers import SufficientStatistics, run_epoch  # noqa: E402
 
 DTYPES = [np.float64, np.float32]

@@ -1,4 +1,4 @@
-"""Every CUDA kernel of :mod:`fastkds.gpu` compiles to PTX, and the float32
+"""Every CUDA kernel of :mod:`fastkds._cuda_kernels` compiles to PTX, and the float32
 kernels do no float64 arithmetic (a Python float literal would promote it).
 
 Needs NVVM (a CUDA toolkit: ``CUDA_HOME``, conda, or the pip wheel
@@ -27,7 +27,7 @@ except Exception as exc:  # no toolkit here
         f"NVVM not found ({type(exc).__name__}): no CUDA toolkit to compile with", allow_module_level=True
     )
 
-from fastkds import gpu  # noqa: E402
+from fastkds import _cuda_kernels  # noqa: E402
 
 
 def signatures(dt):
@@ -56,8 +56,8 @@ def signatures(dt):
 
 def kernel(name, dtype):
     if name.startswith("warp R="):
-        return gpu._warp_encode_kernel(int(name[7:]), dtype).py_func
-    return getattr(gpu, name).py_func
+        return _cuda_kernels._warp_encode_kernel(int(name[7:]), dtype).py_func
+    return getattr(_cuda_kernels, name).py_func
 
 
 #: Kernels whose arithmetic is float64 by design (the statistics accumulate in it).

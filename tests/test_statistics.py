@@ -14,7 +14,7 @@ import pytest
 
 import fastkds
 from fastkds import _naive
-from fastkds.encoding import csr_from_dense
+from fastkds.prepared import csr_from_dense
 from fastkds.solvers import SufficientStatistics, duplicate_atoms, solve_dictionary
 
 DTYPES = [np.float64, np.float32]
@@ -84,7 +84,7 @@ def test_statistics_from_encoder_codes_and_objective():
     rng = np.random.default_rng(1)
     Y = rng.normal(size=(300, 3))
     W = rng.normal(size=(9, 3))
-    prep = fastkds.encoding.PreparedDictionary(W, 0.5, 30, np.float64)
+    prep = fastkds.prepared.PreparedDictionary(W, 0.5, 30, np.float64)
     stats = SufficientStatistics(9, 3)
     X_all, obj_all = [], []
     for lo, hi in [(0, 100), (100, 101), (101, 300)]:

@@ -24,7 +24,7 @@ from scipy.spatial import Delaunay
 
 import fastkds
 from fastkds import _naive
-from fastkds.encoding import PreparedDictionary
+from fastkds.prepared import PreparedDictionary
 from fastkds.spectral import BipartiteSpectrum
 
 # --------------------------------------------------------------------------

@@ -60,3 +60,118 @@ assert not new, new
 """
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+#: The CPU kernels Python code calls, with the working dtypes (that of the
+#: first float array argument) warmup() must give each a signature for. Named here, not read from warmup(), so that a kernel
+#: warmup forgets fails the test; test_entry_points_are_every_python_call_site
+#: keeps the list complete. Helpers called only from other kernels are left
+#: out: they compile into their callers (and a cached caller never compiles
+#: them on its own).
+ENTRY_POINTS = {
+    "_kernels.project_simplex_rows": ("float32", "float64"),
+    "_kernels.point_products": ("float32", "float64"),
+    "_kernels._encode_codes_lockstep": ("float32", "float64"),  # d <= LOCKSTEP_MAX_FEATURES
+    "_kernels._encode_codes_points": ("float32", "float64"),  # d > LOCKSTEP_MAX_FEATURES
+    "_kernels.fill_csr_from_slots": ("float32", "float64"),
+    "_kernels.slots_to_dense": ("float32", "float64"),
+    "_kernels.count_row_nonzeros": ("float32", "float64"),
+    "_kernels.fill_csr": ("float32", "float64"),
+    "_kernels.accumulate_statistics": ("float32", "float64"),
+    "_active_set.encode_codes_active_set": ("float32", "float64"),
+    "_unrolled_kernels.unrolled_batch": ("float32", "float64"),
+    # the Adam state is float64 whatever the data's dtype (UnrolledTrainer.W)
+    "_unrolled_kernels.adam_update": ("float64",),
+}
+
+_KERNEL_MODULES = ("_kernels", "_active_set", "_unrolled_kernels")
+
+
+def _python_kernel_calls():
+    """``module.name`` of every kernel (a Numba CPU dispatcher) that a plain
+    Python function of the package calls, found by reading the sources."""
+    import ast
+    import importlib
+    import pathlib
+
+    from numba.core.registry import CPUDispatcher
+
+    dispatchers = {
+        f"{mod}.{name}"
+        for mod in _KERNEL_MODULES
+        for name, obj in vars(importlib.import_module(f"fastkds.{mod}")).items()
+        if isinstance(obj, CPUDispatcher) and obj.__module__ == f"fastkds.{mod}"
+    }
+
+    def jitted(fn):
+        return any("jit" in ast.unparse(d) for d in fn.decorator_list)
+
+    calls = set()
+    for path in pathlib.Path(fastkds.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        module = path.stem
+        # local name -> "module.name": kernel modules imported whole, names
+        # imported from them, and a kernel module's own top-level names
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                for a in node.names:
+                    if node.module is None and a.name in _KERNEL_MODULES:
+                        aliases[a.asname or a.name] = a.name
+                    elif node.module in _KERNEL_MODULES:
+                        aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        own = module if module in _KERNEL_MODULES else None
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or jitted(fn):
+                continue
+            for call in ast.walk(fn):
+                if not isinstance(call, ast.Call):
+                    continue
+                f = call.func
+                if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in aliases:
+                    target = f"{aliases[f.value.id]}.{f.attr}"
+                elif isinstance(f, ast.Name):
+                    target = aliases.get(f.id, f"{own}.{f.id}" if own else None)
+                else:
+                    continue
+                if target in dispatchers:
+                    calls.add(target)
+    return calls
+
+
+def test_entry_points_are_every_python_call_site():
+    found = _python_kernel_calls()
+    assert found == set(ENTRY_POINTS), (
+        f"called from Python but not in ENTRY_POINTS: {sorted(found - set(ENTRY_POINTS))}; "
+        f"in ENTRY_POINTS but not called from Python: {sorted(set(ENTRY_POINTS) - found)}"
+    )
+
+
+def test_warmup_compiles_every_entry_point():
+    # A fresh process: kernels other tests compiled here would hide a gap.
+    import json
+    import subprocess
+    import sys
+
+    code = f"""
+import importlib, json
+import fastkds
+from numba import types
+fastkds.warmup()
+out = {{}}
+for key in {sorted(ENTRY_POINTS)!r}:
+    mod, name = key.split(".")
+    kernel = getattr(importlib.import_module("fastkds." + mod), name)
+    # the working dtype: that of the first float array argument (later ones,
+    # such as the float64 sums of accumulate_statistics, are float64 always)
+    out[key] = sorted({{str(next(t.dtype for t in sig if isinstance(t, types.Array)
+                                 and isinstance(t.dtype, types.Float)))
+                       for sig in kernel.signatures}})
+print(json.dumps(out))
+"""
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900, check=False)
+    assert res.returncode == 0, res.stdout + res.stderr
+    compiled = json.loads(res.stdout.strip().splitlines()[-1])
+    missing = {key: sorted(set(want) - set(compiled[key]))
+               for key, want in ENTRY_POINTS.items() if not set(want) <= set(compiled[key])}
+    assert not missing, f"warmup() leaves these kernels without a signature for: {missing}"

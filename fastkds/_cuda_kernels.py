@@ -1,0 +1,709 @@
+"""Device code of the optional CUDA path: the numba.cuda kernels and device
+functions, and the simulator's stand-ins for the warp primitives.
+
+:mod:`fastkds.gpu`, the host side (availability, launch configurations,
+buffers, streams, the prepared dictionary), imports this module and never the
+reverse: every size and launch setting reaches a kernel as an argument, so
+the host's settings (block sizes, ``STATS_ROWS``) live in :mod:`fastkds.gpu`
+alone. Importing this module imports :mod:`numba.cuda`; ``import fastkds``
+never does.
+
+The kernels are twins of :mod:`fastkds._kernels`: the same
+mathematics, generic in float32/float64, with every constant taken from the
+typed array ``ks = arange(m + 1, dtype)`` (a Python float literal would
+promote float32 arithmetic to float64). Results match the CPU kernels to
+rounding, not bitwise: the GPU compiler contracts ``a * b + c`` into fused
+multiply-adds, ``B = Y W^T`` and ``||y||^2`` are summed in another order than
+BLAS does on the host, and the warp encoder adds its sums as a tree.
+
+How threads map to work
+-----------------------
+- Warp encoder (:func:`_make_warp_encode_kernel`, the default): one point per
+  warp of 32 threads, lane ``l`` owning atoms ``l, l + 32, ...`` (R = ceil(m /
+  32) of them, a compile-time constant, so the per-atom state lives in
+  registers). Supports are warp ballots, the sums and the maximum of the
+  projection are butterfly reductions (every lane gets the same bits, since
+  addition commutes), and ``z G`` over the support of z broadcasts each
+  ``z_k`` with a shuffle and reads row k of ``G`` coalesced. ``B = Y W^T`` and
+  ``||y||^2`` are formed in the kernel from Y and ``W^T`` (padded to 32 R
+  columns with zeros), so nothing of size n x m is written besides the codes.
+  At most :data:`~fastkds.gpu.WARP_MAX_ATOMS` atoms. numba's CUDA simulator
+  has no shuffles or ballots: under it this module defines stand-ins, a
+  barrier per simulated warp.
+- Thread encoder (:func:`_encode_kernel`, ``kernel="thread"``): one point per
+  thread, grid-stride loop, on ``Bt = (Y W^T)^T`` (m x n) and ``yy`` formed by
+  :func:`_bt_kernel` and :func:`_sqnorm_kernel`. ``cuda.local.array`` needs a
+  compile-time size, so per-thread scratch lives in global arrays of shape
+  (m, n_slots), one column per thread ("slot"); a launch may use fewer
+  threads than there are slots, never more.
+- Either way every point is computed by one thread or one warp alone, so codes
+  do not depend on the launch configuration. Both encoders also write each
+  row's support size (``counts``).
+- CSR assembly, all on the device: an exclusive prefix sum of the counts into
+  ``indptr`` (:func:`_scan_tiles_kernel`: a block scans a tile of
+  ``threads * items`` rows in shared memory and writes the tile's total;
+  :func:`_scan_offsets_kernel`: one block scans the tile totals;
+  :func:`_scan_add_kernel`: tile offsets added), then one thread per row
+  writes its ascending column indices and values (:func:`_fill_kernel`).
+  Integer sums, so any launch gives the same ``indptr``.
+- Sufficient statistics (:func:`_stats_partial_kernel`): ``X^T [X | 1 | Y]``
+  (m x (m + 1 + d)) in float64. Rows are cut into fixed parts of
+  :data:`~fastkds.gpu.STATS_ROWS` rows; one thread per (part, output column)
+  loops over the rows of its part in order and owns its column of the part's
+  partial sum, so there are no atomics. A second kernel, one thread per output entry, adds the
+  partials to the running total in part order. The result depends only on the
+  row order and the part boundaries, not on the launch configuration (and not
+  on how rows are streamed either, when chunks are multiples of STATS_ROWS, as
+  :func:`~fastkds.gpu.statistics_cuda` makes them).
+"""
+
+import numba
+import numpy as np
+from numba import cuda
+
+# --------------------------------------------------------------------------
+# Warp primitives (the simulator has none: stand-ins below)
+# --------------------------------------------------------------------------
+
+if numba.config.ENABLE_CUDASIM:
+    import threading
+
+    _SIM_LOCK = threading.Lock()
+
+    def _sim_exchange(value):
+        """Every lane of the calling thread's warp deposits ``value``; each
+        gets the warp's 32 values. The simulator runs each CUDA thread as a
+        Python thread: a barrier per warp stands in for the lockstep a
+        shuffle relies on (every lane must call, as with a full mask). Two
+        slot lists, used in turn, let one barrier per exchange suffice: a
+        lane writes list k % 2 again only after all have passed exchange
+        k + 1, so after all have read exchange k."""
+        me = threading.current_thread()
+        lane = me.thread_id % 32
+        with _SIM_LOCK:
+            warps = me._manager.__dict__.setdefault("_fastkds_warps", {})
+            key = me.thread_id // 32
+            if key not in warps:
+                warps[key] = (threading.Barrier(32, timeout=120), ([None] * 32, [None] * 32))
+            barrier, slots = warps[key]
+        turn = me.__dict__.get("_fastkds_turn", 0)
+        me._fastkds_turn = 1 - turn
+        slots[turn][lane] = value
+        barrier.wait()
+        return lane, list(slots[turn])
+
+    def _shfl(value, src):
+        return _sim_exchange(value)[1][src]
+
+    def _shfl_xor(value, lane_mask):
+        lane, values = _sim_exchange(value)
+        return values[lane ^ lane_mask]
+
+    def _ballot(pred):
+        values = _sim_exchange(bool(pred))[1]
+        return sum(1 << lane for lane in range(32) if values[lane])
+
+    # One exchange per reduction instead of five shuffles: the simulator's
+    # cost is the number of barriers. Every lane adds in lane order, so all
+    # get the same bits, as with the butterfly on a GPU.
+    def _warp_sum(value):
+        values = _sim_exchange(value)[1]
+        for lane in range(1, 32):
+            values[0] += values[lane]
+        return values[0]
+
+    def _warp_max(value):
+        return max(_sim_exchange(value)[1])
+
+    def _warp_count(bits, r):
+        return sum(((b >> r) & 1) for b in _sim_exchange(bits)[1])
+
+else:
+
+    @cuda.jit(device=True)
+    def _shfl(value, src):
+        return cuda.shfl_sync(0xFFFFFFFF, value, src)
+
+    @cuda.jit(device=True)
+    def _shfl_xor(value, lane_mask):
+        return cuda.shfl_xor_sync(0xFFFFFFFF, value, lane_mask)
+
+    @cuda.jit(device=True)
+    def _ballot(pred):
+        # ballot_sync gives an int32: keep its 32 bits, not its sign
+        return numba.int64(cuda.ballot_sync(0xFFFFFFFF, pred)) & 0xFFFFFFFF
+
+    @cuda.jit(device=True)
+    def _warp_sum(value):
+        """Sum over the warp, the same bits on every lane (butterfly: each step
+        adds two values that the partner lane adds in the other order)."""
+        off = 16
+        while off > 0:
+            value += _shfl_xor(value, off)
+            off //= 2
+        return value
+
+    @cuda.jit(device=True)
+    def _warp_max(value):
+        off = 16
+        while off > 0:
+            other = _shfl_xor(value, off)
+            if other > value:
+                value = other
+            off //= 2
+        return value
+
+    @cuda.jit(device=True)
+    def _warp_count(bits, r):
+        """Lanes of the warp whose bit ``r`` of ``bits`` is set."""
+        return cuda.popc(_ballot(((bits >> r) & 1) != 0))
+
+
+# --------------------------------------------------------------------------
+# The warp encoder: one point per warp
+# --------------------------------------------------------------------------
+
+_WARP_KERNELS = {}
+
+
+def _warp_encode_kernel(R, dtype):
+    """The warp encoder for ``R = ceil(m / 32)`` atoms per lane in ``dtype``
+    (made once per process; numba caches the compiled code on disk)."""
+    key = (int(R), np.dtype(dtype).name)
+    if key not in _WARP_KERNELS:
+        _WARP_KERNELS[key] = _make_warp_encode_kernel(int(R), numba.from_dtype(np.dtype(dtype)))
+    return _WARP_KERNELS[key]
+
+
+def _make_warp_encode_kernel(R, nbtype):
+    """Compile-time R and dtype: ``cuda.local.array`` needs both, and with
+    them the loops over r unroll and the per-atom state stays in registers."""
+
+    @cuda.jit(cache=True)
+    def _warp_encode(Y, Wt, G, ww, alpha, lam, beta, ks, neg_inf, n, m, X, obj, counts):
+        """Encode points 0..n-1 of ``Y``: codes into the rows of ``X``,
+        objectives into ``obj``, support sizes into ``counts``.
+
+        Twin of ``_kernels._encode_point`` with the atoms spread over the
+        lanes: lane l holds atom ``j = 32 r + l`` in slot r of ``b``, ``v``,
+        ``z``, ``x``. ``Wt`` (d x 32R), ``G`` (32R x 32R) and ``ww`` (32R) are
+        zero-padded; padded atoms are never candidates. Warps take points in
+        a grid-stride loop; every lane of a warp runs the same iterations, as
+        the full-mask shuffles and ballots require.
+        """
+        zero = ks[0]
+        one = ks[1]
+        half = one / (one + one)
+        d = Y.shape[1]
+        lane = cuda.threadIdx.x % 32
+        warp = cuda.grid(1) // 32
+        n_warps = cuda.gridsize(1) // 32
+        b = cuda.local.array(R, nbtype)
+        v = cuda.local.array(R, nbtype)
+        z = cuda.local.array(R, nbtype)
+        x = cuda.local.array(R, nbtype)
+        for i in range(warp, n, n_warps):
+            # b = W y and ||y||^2, each lane for its atoms
+            yy = zero
+            for r in range(R):
+                b[r] = zero
+                z[r] = zero
+                x[r] = zero
+            for k in range(d):
+                yk = Y[i, k]
+                yy += yk * yk
+                for r in range(R):
+                    b[r] += yk * Wt[k, 32 * r + lane]
+            nx = 0
+            for t in range(beta.shape[0]):
+                # v = z - alpha * (z G + c), c = lam * dist - b, over supp(z)
+                for r in range(R):
+                    dj = yy - (b[r] + b[r]) + ww[32 * r + lane]
+                    if dj < zero:  # rounding in the expanded form
+                        dj = zero
+                    v[r] = -alpha * (lam * dj - b[r])
+                for r in range(R):
+                    mask = _ballot(z[r] != zero)
+                    while mask != 0:
+                        src = cuda.ffs(mask) - 1
+                        mask = mask & (mask - 1)
+                        a = alpha * _shfl(z[r], src)
+                        row = 32 * r + src
+                        for r2 in range(R):
+                            v[r2] -= a * G[row, 32 * r2 + lane]
+                for r in range(R):
+                    v[r] += z[r]
+                # projection relative to max(v); the previous support bounds tau below
+                vmax = neg_inf
+                for r in range(R):
+                    if 32 * r + lane < m and v[r] > vmax:
+                        vmax = v[r]
+                vmax = _warp_max(vmax)
+                floor = -one
+                if nx > 0:
+                    s = zero
+                    for r in range(R):
+                        if x[r] != zero:
+                            s += v[r] - vmax
+                    s = (_warp_sum(s) - one) / ks[nx]
+                    if s > floor:
+                        floor = s
+                # Michelot on the candidates (bit r of cb: slot r is one)
+                cb = 0
+                s = zero
+                for r in range(R):
+                    u = v[r] - vmax
+                    if 32 * r + lane < m and u > floor:
+                        cb |= 1 << r
+                        s += u
+                kc = 0
+                for r in range(R):
+                    kc += _warp_count(cb, r)
+                tau = (_warp_sum(s) - one) / ks[kc]
+                passes = 0
+                going = True
+                while going:
+                    nb = 0
+                    s = zero
+                    for r in range(R):
+                        if (cb >> r) & 1:
+                            u = v[r] - vmax
+                            if u > tau:
+                                nb |= 1 << r
+                                s += u
+                    kn = 0
+                    for r in range(R):
+                        kn += _warp_count(nb, r)
+                    passes += 1
+                    if kn == kc or passes > m:  # capped as on the CPU
+                        going = False
+                    else:  # (the sum only when it is used: kn, kc are warp-uniform)
+                        tau = (_warp_sum(s) - one) / ks[kn]
+                    kc = kn
+                    cb = nb
+                # x_new = max(v - tau, 0); z = x_new + beta (x_new - x_old)
+                bt = beta[t]
+                for r in range(R):
+                    xo = x[r]
+                    xn = zero
+                    if (cb >> r) & 1:
+                        xn = (v[r] - vmax) - tau
+                    x[r] = xn
+                    z[r] = xn + bt * (xn - xo)
+                nx = kc
+            # objective 1/2 ||y - x W||^2 + lam sum_j x_j dist_j via the Gram
+            # form; v becomes G x (G is symmetric: W W^T by syrk)
+            for r in range(R):
+                v[r] = zero
+            for r in range(R):
+                mask = _ballot(x[r] != zero)
+                while mask != 0:
+                    src = cuda.ffs(mask) - 1
+                    mask = mask & (mask - 1)
+                    xq = _shfl(x[r], src)
+                    row = 32 * r + src
+                    for r2 in range(R):
+                        v[r2] += xq * G[row, 32 * r2 + lane]
+            rec = zero
+            loc = zero
+            for r in range(R):
+                xj = x[r]
+                if xj != zero:
+                    dj = yy - (b[r] + b[r]) + ww[32 * r + lane]
+                    if dj < zero:
+                        dj = zero
+                    rec -= (xj + xj) * b[r]
+                    loc += xj * dj
+                    rec += xj * v[r]
+            rec = yy + _warp_sum(rec)
+            loc = _warp_sum(loc)
+            if rec < zero:
+                rec = zero
+            for r in range(R):
+                j = 32 * r + lane
+                if j < m:
+                    X[i, j] = x[r]
+            if lane == 0:
+                obj[i] = half * rec + lam * loc
+                counts[i] = nx
+
+    return _warp_encode
+
+
+# --------------------------------------------------------------------------
+# Device functions: twins of the CPU projection and encoder
+# --------------------------------------------------------------------------
+
+
+@cuda.jit(device=True)
+def _vmax(v):
+    vmax = v[0]
+    for j in range(1, v.shape[0]):
+        if v[j] > vmax:
+            vmax = v[j]
+    return vmax
+
+
+@cuda.jit(device=True)
+def _simplex_support_michelot(v, vmax, floor, ks, cand):
+    """Twin of ``_kernels._simplex_support_michelot``: support and threshold
+    of the projection of ``v`` relative to ``vmax``; the support is
+    ``cand[:k]`` in ascending order. Capped at m + 1 passes (float32 rounding
+    can make the count oscillate); ``while going`` as on the CPU."""
+    m = v.shape[0]
+    one = ks[1]
+    s = ks[0]
+    k = 0
+    for j in range(m):
+        vj = v[j] - vmax
+        if vj > floor:
+            cand[k] = j
+            s += vj
+            k += 1
+    tau = (s - one) / ks[k]
+    passes = 0
+    going = True
+    while going:
+        s = ks[0]
+        k_new = 0
+        for q in range(k):
+            j = cand[q]
+            vj = v[j] - vmax
+            if vj > tau:
+                cand[k_new] = j
+                s += vj
+                k_new += 1
+        passes += 1
+        if k_new == k or passes > m:
+            going = False
+        else:
+            tau = (s - one) / ks[k_new]
+        k = k_new
+    return tau, k
+
+
+@cuda.jit(device=True)
+def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, cand, zidx, xs, xold):
+    """Twin of ``_kernels._encode_point``: encode one point, return f(x; y, W)
+    and the size of the support of x.
+
+    All vector arguments are 1-D views (possibly strided: columns of the
+    scratch arrays and of ``Bt``); ``x`` must be zero on entry. See the CPU
+    function for the sparse-iterate bookkeeping, which is identical.
+    """
+    m = G.shape[0]
+    zero = ks[0]
+    one = ks[1]
+    half = one / (one + one)
+    for j in range(m):
+        dj = yy - (b[j] + b[j]) + ww[j]
+        if dj < zero:  # rounding in the expanded form
+            dj = zero
+        dist[j] = dj
+        ac[j] = -alpha * (lam * dj - b[j])
+        z[j] = zero
+    nz = 0
+    nx = 0
+    for t in range(beta.shape[0]):
+        # v = z - alpha * (z G + c), summing over the support of z only
+        for j in range(m):
+            v[j] = ac[j]
+        for q in range(nz):
+            kz = zidx[q]
+            a = alpha * z[kz]
+            for j in range(m):
+                v[j] -= a * G[kz, j]
+        for q in range(nz):
+            kz = zidx[q]
+            v[kz] += z[kz]
+        # project relative to max(v); the previous support bounds tau below
+        vmax = _vmax(v)
+        floor = -one
+        if nx > 0:
+            s = ks[0]
+            for q in range(nx):
+                s += v[xs[q]] - vmax
+            s = (s - one) / ks[nx]
+            if s > floor:
+                floor = s
+        tau, k = _simplex_support_michelot(v, vmax, floor, ks, cand)
+        # x_new = max(v - tau, 0) on cand[:k]; z = x_new + beta (x_new - x_old)
+        bt = beta[t]
+        for q in range(nz):
+            z[zidx[q]] = zero
+        for q in range(nx):
+            j = xs[q]
+            xold[q] = x[j]
+            x[j] = zero
+        nz = 0
+        for q in range(k):
+            j = cand[q]
+            xn = (v[j] - vmax) - tau
+            x[j] = xn
+            z[j] = xn + bt * xn
+            zidx[nz] = j
+            nz += 1
+        for q in range(nx):
+            j = xs[q]
+            if x[j] == zero:  # left the support: z_j = -beta x_old_j
+                zidx[nz] = j
+                nz += 1
+            z[j] = x[j] + bt * (x[j] - xold[q])
+        for q in range(k):
+            xs[q] = cand[q]
+        nx = k
+    # objective: 1/2 ||y - x W||^2 + lam * sum_j x_j dist_j, via the Gram form
+    rec = yy
+    loc = zero
+    for p in range(nx):
+        j = xs[p]
+        xj = x[j]
+        rec -= (xj + xj) * b[j]
+        loc += xj * dist[j]
+        acc = zero
+        for q in range(nx):
+            acc += x[xs[q]] * G[j, xs[q]]
+        rec += xj * acc
+    if rec < zero:
+        rec = zero
+    return half * rec + lam * loc, nx
+
+
+# --------------------------------------------------------------------------
+# Kernels: per-chunk products and the thread encoder
+# --------------------------------------------------------------------------
+
+
+@cuda.jit(cache=True)
+def _bt_kernel(Y, W, n, ks, Bt):
+    """``Bt[j, i] = sum_k Y[i, k] W[j, k]`` for i < n; one thread per entry,
+    i fastest (coalesced writes, W broadcast across the warp)."""
+    m = W.shape[0]
+    d = W.shape[1]
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for e in range(start, n * m, stride):
+        j = e // n
+        i = e - j * n
+        acc = ks[0]
+        for k in range(d):
+            acc += Y[i, k] * W[j, k]
+        Bt[j, i] = acc
+
+
+@cuda.jit(cache=True)
+def _sqnorm_kernel(Y, n, ks, yy):
+    """``yy[i] = ||Y[i]||^2`` for i < n; one thread per point."""
+    d = Y.shape[1]
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, n, stride):
+        acc = ks[0]
+        for k in range(d):
+            acc += Y[i, k] * Y[i, k]
+        yy[i] = acc
+
+
+@cuda.jit(cache=True)
+def _encode_kernel(Bt, yy, G, ww, alpha, lam, beta, ks, n, X, obj, counts, ac, dist, v, z, xold, cand, zidx, xs):
+    """Encode points 0..n-1: codes into the rows of ``X``, objectives into
+    ``obj``, support sizes into ``counts``.
+
+    One point per thread in a grid-stride loop. Scratch arrays have shape
+    (m, n_slots) (``zidx``: (2m, n_slots)); thread ``slot`` uses column
+    ``slot``. Threads beyond n_slots return at once and the stride is capped at
+    n_slots, so any launch covers every point exactly once.
+    """
+    m = G.shape[0]
+    zero = ks[0]
+    n_slots = ac.shape[1]
+    slot = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    if stride > n_slots:  # (no builtin min: it mis-types in numba's CUDA target)
+        stride = n_slots
+    if slot >= stride:
+        return
+    for i in range(slot, n, stride):
+        x = X[i]
+        for j in range(m):
+            x[j] = zero
+        f, nx = _encode_point(
+            Bt[:, i], yy[i], G, ww, alpha, lam, beta, ks, x,
+            ac[:, slot], dist[:, slot], v[:, slot], z[:, slot],
+            cand[:, slot], zidx[:, slot], xs[:, slot], xold[:, slot],
+        )  # fmt: skip
+        obj[i] = f
+        counts[i] = nx
+
+
+# --------------------------------------------------------------------------
+# Kernels: CSR assembly (prefix sum and fill)
+# --------------------------------------------------------------------------
+
+
+@cuda.jit(device=True)
+def _block_scan(sh, value):
+    """Inclusive sum of ``value`` over the threads of the block (all must
+    call): ``(this thread's prefix, the block's total)``. Hillis-Steele in
+    the shared array ``sh`` (at least blockDim.x entries)."""
+    t = cuda.threadIdx.x
+    nt = cuda.blockDim.x
+    sh[t] = value
+    cuda.syncthreads()
+    off = 1
+    while off < nt:
+        add = sh[t - off] if t >= off else 0
+        cuda.syncthreads()
+        sh[t] += add
+        cuda.syncthreads()
+        off *= 2
+    res = sh[t]
+    total = sh[nt - 1]
+    cuda.syncthreads()  # sh is written again by the next call
+    return res, total
+
+
+@cuda.jit(cache=True)
+def _scan_tiles_kernel(counts, n, items, out, tile_sums):
+    """Phase 1 of ``out[0] = 0, out[i + 1] = counts[0] + ... + counts[i]``.
+
+    Block-stride loop over tiles of ``blockDim.x * items`` rows; thread t of
+    a tile owns ``items`` consecutive rows. Writes the scan within each tile
+    to ``out[i + 1]`` and each tile's total to ``tile_sums``.
+    """
+    sh = cuda.shared.array(1024, numba.int64)
+    t = cuda.threadIdx.x
+    tile = cuda.blockDim.x * items
+    n_tiles = (n + tile - 1) // tile
+    for tb in range(cuda.blockIdx.x, n_tiles, cuda.gridDim.x):
+        lo = tb * tile + t * items
+        s = 0
+        for q in range(items):
+            if lo + q < n:
+                s += counts[lo + q]
+        incl, total = _block_scan(sh, s)
+        run = incl - s
+        for q in range(items):
+            if lo + q < n:
+                run += counts[lo + q]
+                out[lo + q + 1] = run
+        if t == 0:
+            tile_sums[tb] = total
+
+
+@cuda.jit(cache=True)
+def _scan_offsets_kernel(tile_sums, n_tiles):
+    """Phase 2, one block: ``tile_sums`` becomes its exclusive prefix sum."""
+    sh = cuda.shared.array(1024, numba.int64)
+    t = cuda.threadIdx.x
+    carry = 0
+    for base in range(0, n_tiles, cuda.blockDim.x):
+        i = base + t
+        val = tile_sums[i] if i < n_tiles else 0
+        incl, total = _block_scan(sh, val)
+        if i < n_tiles:
+            tile_sums[i] = carry + incl - val
+        carry += total
+
+
+@cuda.jit(cache=True)
+def _scan_add_kernel(out, n, tile, tile_offsets):
+    """Phase 3: add each tile's offset; ``out[0] = 0``."""
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    if start == 0:
+        out[0] = 0
+    for i in range(start, n, stride):
+        out[i + 1] += tile_offsets[i // tile]
+
+
+@cuda.jit(cache=True)
+def _fill_kernel(X, n, indptr, indices, data):
+    """Twin of ``_kernels.fill_csr``: ascending column indices, no explicit zeros."""
+    m = X.shape[1]
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, n, stride):
+        p = indptr[i]
+        for j in range(m):
+            if X[i, j] != 0:
+                indices[p] = j
+                data[p] = X[i, j]
+                p += 1
+
+
+# --------------------------------------------------------------------------
+# Kernels: sufficient statistics in float64
+# --------------------------------------------------------------------------
+
+
+@cuda.jit(cache=True)
+def _stats_partial_kernel(indptr, indices, data, Y, n, rows_per_part, P):
+    """Per-part partial sums ``P[p] = X_p^T [X_p | 1 | Y_p]`` (m x (m + 1 + d)).
+
+    One thread per (part p, output column c), c fastest: it zeroes column c of
+    ``P[p]`` and adds the rows of part p in order. Column c < m is
+    ``X^T x_c`` (only rows whose support holds c contribute), c = m is
+    ``X^T 1``, c > m is ``X^T y_{c-m-1}``. Each element has one writer, so the
+    order of every sum is fixed.
+    """
+    m = P.shape[1]
+    ncol = P.shape[2]
+    n_parts = (n + rows_per_part - 1) // rows_per_part
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for e in range(start, n_parts * ncol, stride):
+        p = e // ncol
+        c = e - p * ncol
+        for j in range(m):
+            P[p, j, c] = 0.0
+        lo = p * rows_per_part
+        hi = lo + rows_per_part
+        if hi > n:
+            hi = n
+        for i in range(lo, hi):
+            a = indptr[i]
+            b = indptr[i + 1]
+            if c < m:
+                xc = 0.0
+                for q in range(a, b):
+                    if indices[q] == c:
+                        xc = numba.float64(data[q])
+                if xc != 0.0:
+                    for q in range(a, b):
+                        P[p, indices[q], c] += numba.float64(data[q]) * xc
+            elif c == m:
+                for q in range(a, b):
+                    P[p, indices[q], c] += numba.float64(data[q])
+            else:
+                yk = numba.float64(Y[i, c - m - 1])
+                for q in range(a, b):
+                    P[p, indices[q], c] += numba.float64(data[q]) * yk
+
+
+@cuda.jit(cache=True)
+def _stats_reduce_kernel(P, n_parts, out):
+    """``out += sum_p P[p]``, parts added one after another in order; one thread
+    per output entry."""
+    m = out.shape[0]
+    ncol = out.shape[1]
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for e in range(start, m * ncol, stride):
+        j = e // ncol
+        c = e - j * ncol
+        acc = out[j, c]
+        for p in range(n_parts):
+            acc += P[p, j, c]
+        out[j, c] = acc
+
+
+@cuda.jit(cache=True)
+def _zero_kernel(out):
+    m = out.shape[0]
+    ncol = out.shape[1]
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for e in range(start, m * ncol, stride):
+        j = e // ncol
+        out[j, e - j * ncol] = 0.0
