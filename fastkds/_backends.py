@@ -8,6 +8,7 @@ fastkds never needs CUDA.
 from ._config import default_chunk_size
 from .exceptions import DeviceFallbackWarning, warn
 from .prepared import PreparedDictionary
+from .sources import source_chunks
 
 DEVICES = ("cpu", "cuda", "auto")
 
@@ -27,9 +28,27 @@ class CpuBackend:
         return prepared.allocate(chunk_size)
 
     def run_epoch(self, Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None):
-        from .solvers import run_epoch
-
         return run_epoch(Y, prepared, chunk_size, stats, buffers, codes_out)
+
+
+def run_epoch(Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None):
+    """Encode all of ``Y`` chunk by chunk with ``prepared``.
+
+    ``Y`` is a validated array or a :class:`fastkds.sources.ChunkSource`.
+    Adds each chunk to ``stats`` (a :class:`fastkds.solvers.SufficientStatistics`) when given,
+    and appends its CSR triple to ``codes_out`` (a list, or anything with
+    ``append``) when given.
+    """
+    if buffers is None:  # chunks never exceed chunk_size, nor the data's length
+        n = Y.shape[0]
+        buffers = prepared.allocate(chunk_size if n is None else max(1, min(chunk_size, n)))
+    for _, chunk in source_chunks(Y, chunk_size):
+        triple, obj = prepared.encode_csr(chunk, buffers)
+        if stats is not None:
+            stats.add_chunk(*triple, chunk, obj)
+        if codes_out is not None:
+            codes_out.append(triple)
+    return stats
 
 
 class CudaBackend:

@@ -45,7 +45,8 @@ from . import warmstart
 from . import _config
 from ._config import numba_threads
 from ._validation import check_n_jobs, fit_n_atoms
-from .solvers import SufficientStatistics, run_epoch
+from ._backends import run_epoch
+from .solvers import SufficientStatistics
 from .sources import random_rows
 from .spectral import normalize_rows
 

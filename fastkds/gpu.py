@@ -850,7 +850,7 @@ def statistics_cuda(indptr, indices, data, Y, *, n_atoms=None, chunk_size=None):
 
 
 def run_epoch_cuda(Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None):
-    """GPU twin of :func:`fastkds.solvers.run_epoch`.
+    """GPU twin of :func:`fastkds._backends.run_epoch`.
 
     Encodes every chunk, assembles its CSR arrays and accumulates the
     sufficient statistics on the device (the dense codes never leave it).

@@ -12,7 +12,6 @@ import numpy as np
 import scipy.linalg
 
 from . import _kernels
-from .sources import source_chunks
 
 #: Bytes allowed for the per-part partial statistics of one chunk.
 _PARTIALS_BUDGET = 64 * 2**20
@@ -196,26 +195,6 @@ def solve_dictionary(stats, lam, W_old, *, dead_threshold=0.0):
     n_seed = min(dead.size, stats.candidates.shape[0])
     W[dead[:n_seed]] = stats.candidates[:n_seed]
     return W, int(dead.size)
-
-
-def run_epoch(Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None):
-    """Encode all of ``Y`` chunk by chunk with ``prepared``.
-
-    ``Y`` is a validated array or a :class:`fastkds.sources.ChunkSource`.
-    Adds each chunk to ``stats`` (a :class:`SufficientStatistics`) when given,
-    and appends its CSR triple to ``codes_out`` (a list, or anything with
-    ``append``) when given.
-    """
-    if buffers is None:  # chunks never exceed chunk_size, nor the data's length
-        n = Y.shape[0]
-        buffers = prepared.allocate(chunk_size if n is None else max(1, min(chunk_size, n)))
-    for _, chunk in source_chunks(Y, chunk_size):
-        triple, obj = prepared.encode_csr(chunk, buffers)
-        if stats is not None:
-            stats.add_chunk(*triple, chunk, obj)
-        if codes_out is not None:
-            codes_out.append(triple)
-    return stats
 
 
 def _converged(F_prev, F, tol, W):

@@ -27,7 +27,8 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
 import fastkds  # noqa: E402
 from fastkds import _naive, gpu  # noqa: E402
 from fastkds.prepared import PreparedDictionary, concatenate_csr, csr_from_dense  # noqa: E402
-from fastkds.solvers import SufficientStatistics, run_epoch  # noqa: E402
+from fastkds._backends import run_epoch  # noqa: E402
+from fastkds.solvers import SufficientStatistics  # noqa: E402
 
 DTYPES = [np.float64, np.float32]
 TOL = {np.float64: 1e-10, np.float32: 1e-4}
