@@ -51,7 +51,7 @@ import warnings
 import numpy as np
 
 from fastkds import KDS, KDSClustering, clustering_accuracy, datasets
-from fastkds.ensemble import KDSEnsembleClustering
+from fastkds import KDSEnsembleClustering
 from fastkds.metrics import matched_confusion
 from fastkds.experiments import preprocess
 

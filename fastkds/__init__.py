@@ -31,7 +31,7 @@ import importlib
 _LAZY = {
     "KDS": ".estimators",
     "KDSClustering": ".estimators",
-    "KDSEnsembleClustering": ".ensemble",
+    "KDSEnsembleClustering": ".estimators",
     "sparse_encode": ".encoding",
     "project_simplex": ".encoding",
     "make_moons": ".datasets",

@@ -380,8 +380,7 @@ def moons_bayes_labels(Y, noise=0.1, n_grid=2001, chunk=20000):
 
 
 def _fit_kds(Y, k, n_atoms, lam, n_iter, max_epochs, seed, n_estimators=1, **options):
-    from .ensemble import KDSEnsembleClustering
-    from .estimators import KDS, KDSClustering
+    from .estimators import KDS, KDSClustering, KDSEnsembleClustering
 
     # the paper's encoder (T steps) and step: the table reproduces the paper as written
     params = dict(

@@ -42,8 +42,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._backends import DEVICES
 from ._validation import check_clustering_params, check_n_jobs, check_positive_int
-from .ensemble import KDSEnsembleClustering
-from .estimators import KDS, KDSClustering
+from .estimators import KDS, KDSClustering, KDSEnsembleClustering
 from .prepared import PreparedDictionary
 from .warmstart import check_init, presample_size
 from .spectral import BipartiteSpectrum

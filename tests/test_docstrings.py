@@ -94,8 +94,8 @@ def test_public_methods_have_docstrings(name):
 def _public_modules():
     """The package and its public modules, less those of optional dependencies."""
     optional = {"fastkds.gpu"}  # numba-cuda
-    names = ["fastkds"] + [f"fastkds.{m.name}" for m in pkgutil.iter_modules(fastkds.__path__)
-                           if not m.name.startswith("_")]
+    names = ["fastkds"] + [m.name for m in pkgutil.walk_packages(fastkds.__path__, "fastkds.")
+                           if not any(part.startswith("_") for part in m.name.split("."))]
     return [name for name in names if name not in optional]
 
 
@@ -113,8 +113,8 @@ DOCTESTS = _doctests()
 
 def test_the_estimators_examples_are_collected():
     names = {t.name for t in DOCTESTS}
-    assert {"fastkds.estimators.KDS", "fastkds.estimators.KDSClustering",
-            "fastkds.ensemble.KDSEnsembleClustering"} <= names
+    assert {"fastkds.estimators.kds.KDS", "fastkds.estimators.clustering.KDSClustering",
+            "fastkds.estimators.ensemble.KDSEnsembleClustering"} <= names
 
 
 @pytest.mark.parametrize("test", DOCTESTS, ids=[t.name for t in DOCTESTS])

@@ -1,4 +1,4 @@
-"""Tests of :class:`fastkds.ensemble.KDSEnsembleClustering`: one dictionary
+"""Tests of :class:`fastkds.KDSEnsembleClustering`: one dictionary
 gives KDSClustering's result, the joint code graph is the dictionaries' codes
 side by side, its embedding matches a dense SVD of SPEC section 6, the
 scikit-learn estimator checks, input validation, and two Yale B faces."""

@@ -24,15 +24,14 @@ from sklearn.utils import check_random_state
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
-from . import _dask
-from ._config import effective_n_jobs
-from ._validation import check_clustering_params, check_n_jobs, check_positive_int
-from .estimators import (
-    KDS, _check_fit_input, _check_input, _commit_fit, _EmbeddingFeaturesMixin, _SaveMixin,
-)
-from .exceptions import warn
-from .sources import ChunkSource
-from .spectral import LABEL_CHUNK, ClusteringResults, cluster_codes, normalize_rows
+from .. import _dask
+from .._config import effective_n_jobs
+from .._validation import check_clustering_params, check_n_jobs, check_positive_int
+from ..exceptions import warn
+from ..sources import ChunkSource
+from ..spectral import LABEL_CHUNK, ClusteringResults, cluster_codes, normalize_rows
+from ._base import EmbeddingFeaturesMixin, SaveMixin, check_fit_input, check_input, commit_fit
+from .kds import KDS
 
 
 def _fit_dictionary(kds, Y, threads=None):
@@ -60,11 +59,11 @@ def _fit_dictionary(kds, Y, threads=None):
         finally:
             kds.n_jobs = n_jobs
         caught = [(str(w.message), w.category) for w in records]
-    _commit_fit(kds, {**fitted, "n_features_in_": Y.shape[1]})
+    commit_fit(kds, {**fitted, "n_features_in_": Y.shape[1]})
     return kds, caught
 
 
-class KDSEnsembleClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, TransformerMixin, BaseEstimator):
+class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, TransformerMixin, BaseEstimator):
     """Spectral clustering on the codes of several independently seeded KDS
     dictionaries, joined in one bipartite graph.
 
@@ -204,7 +203,7 @@ class KDSEnsembleClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, T
             raise TypeError(f"estimator must be a fastkds.KDS or None, got {type(self.estimator).__name__}")
         n_estimators = check_positive_int(self.n_estimators, "n_estimators")
         n_jobs = check_n_jobs(self.n_jobs)
-        Y, fitted = _check_fit_input(self, X)
+        Y, fitted = check_fit_input(self, X)
         rng = check_random_state(self.random_state)
         base = KDS() if self.estimator is None else self.estimator
         seeds = [rng.randint(np.iinfo(np.int32).max) for _ in range(n_estimators)]
@@ -245,7 +244,7 @@ class KDSEnsembleClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, T
             eigenvalues_=spectrum.eigenvalues,
             n_clusters_=n_clusters,
         )
-        _commit_fit(self, fitted)
+        commit_fit(self, fitted)
         return self
 
     def transform(self, X):
@@ -263,7 +262,7 @@ class KDSEnsembleClustering(_SaveMixin, _EmbeddingFeaturesMixin, ClusterMixin, T
         check_is_fitted(self)
         if _dask.is_dask_array(X):
             raise TypeError("KDSEnsembleClustering does not take Dask arrays; compute the array first")
-        Y = _check_input(self, X, reset=False)
+        Y = check_input(self, X, reset=False)
         if isinstance(Y, ChunkSource) and not Y.reiterable and len(self.estimators_) > 1:
             raise TypeError(
                 f"transform reads the data once per dictionary ({len(self.estimators_)} times), but X is a "

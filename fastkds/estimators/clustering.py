@@ -1,0 +1,288 @@
+""":class:`KDSClustering`: spectral clustering on the code graph of a :class:`KDS`."""
+
+import os
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from .. import _dask
+from .._validation import (
+    auto_n_atoms,
+    check_clustering_params,
+    check_n_jobs,
+)
+from ..diskcodes import check_out_folder
+from ..solvers import SufficientStatistics
+from ..spectral import ClusteringResults, cluster_codes, normalize_rows
+from ._base import KDS_PARAMS_DOC, EmbeddingFeaturesMixin, SaveMixin, check_fit_input, check_input, commit_fit
+from .kds import KDS
+
+
+class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, TransformerMixin, BaseEstimator):
+    __doc__ = """Spectral clustering on the K-Deep Simplex code graph, linear in n.
+
+    Fits :class:`KDS`, then embeds the points through the bipartite
+    point-atom graph of their codes (an m x m eigenproblem; docs/algorithm.md),
+    normalises the rows and runs k-means (Ng, Jordan, Weiss).
+
+    Parameters
+    ----------
+    n_clusters : int or "auto", default="auto"
+        Number of clusters. ``"auto"`` takes the k in 2..``max_clusters``
+        at which the code graph's Laplacian eigenvalues ``1 - lambda`` (over
+        the spread modes) grow by the largest factor from the k-th to the
+        (k+1)-th: the number of connected components when the graph falls
+        apart, and a relative eigengap otherwise (details, and why relative:
+        ``fastkds.spectral.BipartiteSpectrum.eigengap``). It finds 2 on
+        noisy moons and on concentric circles, 3 on three spirals and 4 on
+        four separate blobs. Where clusters come in groups (two pairs of
+        close blobs) it takes the level that is more clearly separated,
+        which may be the groups; give the number when it is known.
+    n_atoms : int or "auto", default="auto"
+        Number of atoms m. ``"auto"``: about sqrt(n_samples), at least 16
+        and 4 per cluster asked for, at most 100 (more when 4 per cluster
+        asks for more), never more than the points
+        (``fastkds._validation.auto_n_atoms``); ``kds_.n_atoms`` holds the
+        number used.
+    """ + KDS_PARAMS_DOC + """
+    min_component : float, default=0.01
+        Connected components of the code graph holding less than this
+        fraction of the points are outliers (typically a stray point that
+        owns an atom). Each would add an eigenvalue 1 and crowd the real
+        clusters out of the leading eigenvectors, so they are left out of the
+        eigenproblem and their points join the cluster of the nearest kept
+        atom. Likewise, eigenvectors spread over less than this fraction of
+        the points (localised modes: a few points hoarding an atom, joined
+        to the rest by a faint edge, give an eigenvalue just below 1) do not
+        count towards the ``n_clusters_`` eigenvectors of the embedding,
+        which extends to the next spread ones (the localised columns stay:
+        see ``fastkds.spectral.BipartiteSpectrum.n_columns``). Either
+        threshold is at least 5 points (``fastkds.spectral.MIN_CLUSTER_POINTS``),
+        which matters on small data only. 0 gives the plain embedding of the
+        paper (docs/algorithm.md, "Clustering").
+    n_init : int, default=10
+        k-means restarts.
+    max_clusters : int, default=20
+        Largest number of clusters ``"auto"`` may choose.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,)
+        Cluster of each training point.
+    embedding_ : ndarray of shape (n_samples, n_columns)
+        Row-normalised spectral embedding the k-means ran on: the leading
+        eigenvectors up to the ``n_clusters_``-th spread one, so
+        ``n_columns = spectrum_.n_columns(n_clusters_)``, which is
+        ``n_clusters_`` unless localised modes lead (see ``min_component``).
+    eigenvalues_ : ndarray
+        Eigenvalues of the atom-side matrix M, decreasing; the multiplicity
+        of 1 counts connected components of the code graph.
+    n_clusters_ : int
+        Number of clusters: ``n_clusters``, or the one ``"auto"`` chose.
+    components_ : ndarray of shape (n_atoms, n_features)
+        The learned atoms.
+    kds_ : KDS
+        The fitted dictionary model.
+    spectrum_ : fastkds.spectral.BipartiteSpectrum
+        The atom-side eigenproblem; ``spectrum_.n_outlier_atoms`` counts the
+        atoms left out as outlier components (see ``min_component``).
+    kmeans_ : sklearn.cluster.KMeans
+        Fitted on the embedding, or on a random sample of 200,000 of its rows
+        when there are more (``fastkds.spectral.KMEANS_SAMPLE``); every
+        point is then labelled by its nearest centre.
+    timings_ : dict
+        Seconds spent in each stage of the last fit: ``dictionary``,
+        ``encode``, ``embed`` and ``kmeans``.
+    n_features_in_ : int
+        Number of features seen during the fit.
+    feature_names_in_ : ndarray of str objects, one per feature
+        Column names of a DataFrame fitted on, when they are all strings.
+
+    See Also
+    --------
+    KDS : The dictionary and the codes alone.
+    KDSEnsembleClustering : The same on several dictionaries at once.
+
+    Notes
+    -----
+    :meth:`transform` gives the dense embedding, so pandas and polars
+    output (``set_output``) work; its columns are named
+    ``"kdsclustering0"``, ... by :meth:`get_feature_names_out`.
+
+    Examples
+    --------
+    >>> from fastkds import KDSClustering, clustering_accuracy, make_moons
+    >>> Y, y = make_moons(5000, random_state=0)
+    >>> model = KDSClustering(2, n_atoms=24, lam=5.0, n_iter=15, random_state=0)
+    >>> labels = model.fit_predict(Y)
+    >>> print(round(clustering_accuracy(y, labels), 2))
+    1.0
+    >>> KDSClustering(random_state=0).fit(Y).n_clusters_   # n_clusters="auto"
+    2
+    """
+
+    def __init__(
+        self,
+        n_clusters="auto",
+        *,
+        n_atoms="auto",
+        lam=1.0,
+        n_iter=50,
+        step="centred",
+        encoder="apg",
+        max_epochs=100,
+        tol=1e-4,
+        init="k-means++",
+        presample="auto",
+        min_component=0.01,
+        n_init=10,
+        max_clusters=20,
+        chunk_size=None,
+        random_state=None,
+        n_jobs=None,
+        verbose=0,
+        device="cpu",
+        solver="exact",
+        learning_rate=1e-3,
+        batch_size=1024,
+        clip_norm=1e-4,
+        shuffle=True,
+        train_step=False,
+        freeze_step=False,
+    ):
+        self.n_clusters = n_clusters
+        self.n_atoms = n_atoms
+        self.lam = lam
+        self.n_iter = n_iter
+        self.step = step
+        self.encoder = encoder
+        self.max_epochs = max_epochs
+        self.tol = tol
+        self.init = init
+        self.presample = presample
+        self.min_component = min_component
+        self.n_init = n_init
+        self.max_clusters = max_clusters
+        self.chunk_size = chunk_size
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+        self.device = device
+        self.solver = solver
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.clip_norm = clip_norm
+        self.shuffle = shuffle
+        self.train_step = train_step
+        self.freeze_step = freeze_step
+
+    def _inner_kds(self, rng, n_samples, n_clusters):
+        """The :class:`KDS` this model fits: its shared parameters (``n_atoms``
+        resolved for ``n_samples`` points and ``n_clusters``, None for
+        "auto"), and a seed from ``rng``."""
+        params = {name: getattr(self, name) for name in KDS._get_param_names()}
+        if isinstance(self.n_atoms, str):  # "auto", as check_clustering_params makes sure
+            params["n_atoms"] = auto_n_atoms(n_samples, n_clusters)
+        params["random_state"] = rng.randint(np.iinfo(np.int32).max)
+        return KDS(**params)
+
+    def fit(self, X, y=None, out=None):
+        """Learn the dictionary, embed the points and cluster them.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or data read in chunks
+            As for :meth:`KDS.fit`: a ``.npy`` path, memmap, h5py or zarr
+            dataset, or chunks, for data larger than memory.
+        y : Ignored
+        out : str, os.PathLike or None, default=None
+            A folder for the results that grow with n: ``labels.npy``,
+            ``embedding.npy`` and the codes (``codes/``, readable with
+            :func:`fastkds.diskcodes.load_codes`). They are written chunk by
+            chunk and put in place when the fit succeeds (files of an earlier
+            result are replaced, never written into); ``labels_`` and
+            ``embedding_`` are then memory-mapped on them. With a ``.npy``
+            path as ``X`` no O(n) array is held in memory at any time. A
+            folder that holds the input file is refused.
+
+        Returns
+        -------
+        self : KDSClustering
+        """
+        params = check_clustering_params(self)
+        dask = _dask.is_dask_array(X)
+        if out is not None:
+            if dask:
+                raise ValueError("out= is not supported for Dask arrays: their results are Dask arrays already")
+            out = os.fspath(out)
+            check_out_folder(out, X)
+        Y, fitted = check_fit_input(self, X)
+        rng = check_random_state(self.random_state)
+        kds = self._inner_kds(rng, Y.shape[0], params[0])
+        timings = {}
+        t0 = time.perf_counter()
+        if dask:
+            Y = _dask.persist(Y)  # the dictionary's epochs and the encoding read it
+        commit_fit(kds, {**kds._fit_validated(Y), "n_features_in_": Y.shape[1]})
+        timings["dictionary"] = time.perf_counter() - t0
+        if dask:
+            results = _dask.ClusteringResults(Y, kds, check_n_jobs(self.n_jobs))
+        else:
+            results = ClusteringResults(out, Y.shape[0], kds.components_.shape[0], Y.dtype)
+        try:
+            t0 = time.perf_counter()
+            if dask:
+                stats = results.encode()
+            else:
+                stats = SufficientStatistics(kds.components_.shape[0], Y.shape[1])
+                kds._run(Y, stats, codes_out=results.codes)
+            timings["encode"] = time.perf_counter() - t0
+            spectrum, n_clusters, kmeans = cluster_codes(
+                stats.XtX, stats.s, kds.components_, results, rng, params, timings
+            )
+            labels, embedding = results.commit()
+        except BaseException:
+            results.abort()
+            raise
+        # all points' labels, as load restores them (k-means may have seen a sample)
+        kmeans.labels_ = np.asarray(labels) if dask else labels
+        fitted.update(
+            labels_=labels,
+            kds_=kds,
+            kmeans_=kmeans,
+            spectrum_=spectrum,
+            components_=kds.components_,
+            embedding_=embedding,
+            eigenvalues_=spectrum.eigenvalues,
+            n_clusters_=n_clusters,
+            timings_=timings,
+        )
+        commit_fit(self, fitted)
+        return self
+
+    def transform(self, X):
+        """Row-normalised spectral embedding of ``X`` (n_samples x ``spectrum_.n_columns(n_clusters_)``)."""
+        check_is_fitted(self)
+        if _dask.is_dask_array(X):
+            return _dask.transform_clustering(self, X)
+        Y = check_input(self, X, reset=False)
+        return normalize_rows(self.spectrum_.embed(self.kds_._encode(Y), self.n_clusters_), copy=False)
+
+    def predict(self, X):
+        """Cluster labels of new points: encode, embed, nearest k-means centre.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        if _dask.is_dask_array(X):
+            return _dask.predict_clustering(self, X)
+        return self.kmeans_.predict(self.transform(X))
