@@ -29,6 +29,37 @@ PRESAMPLE_MIN = 20_000
 PRESAMPLE_PER_ATOM = 200
 PRESAMPLE_FACTOR = 5
 
+#: ``n_atoms="auto"`` of :class:`fastkds.KDSClustering`: about sqrt(n) atoms,
+#: within these bounds (see :func:`fastkds._validation.auto_n_atoms`).
+AUTO_ATOMS_MIN = 16
+AUTO_ATOMS_PER_CLUSTER = 4
+AUTO_ATOMS_MAX = 100
+
+#: Bytes allowed for the per-part partial statistics of one chunk
+#: (:class:`fastkds.solvers.SufficientStatistics`).
+STATISTICS_PARTS_BUDGET = 64 * 2**20
+
+#: The unrolled solver's gradient reduction: points per part, and the memory
+#: the parts may use.
+UNROLLED_PART_POINTS = 64
+UNROLLED_PARTS_BUDGET = 32 * 2**20
+
+#: Bytes of a file mapped at once by :meth:`fastkds.diskcodes.NpyRows.take`.
+TAKE_WINDOW_BYTES = 64 * 2**20
+
+#: k-means is fitted on at most this many embedded points; the rest are
+#: labelled by their nearest centre. In the row-normalised embedding the
+#: clusters are tight and far apart, so the centres are found as well from a
+#: sample, and memory and time stay small for 10^7 points.
+KMEANS_SAMPLE = 200_000
+
+#: Rows of the embedding labelled (or codes embedded) at once by the last
+#: passes of a clustering fit.
+LABEL_CHUNK = 1 << 17
+
+#: Partial statistics merged per task of the Dask tree reduction.
+DASK_SPLIT_EVERY = 8
+
 
 def effective_n_jobs(n_jobs):
     """Map scikit-learn style ``n_jobs`` to a Numba thread count.

@@ -50,9 +50,6 @@ from .solvers import SufficientStatistics
 from .sources import random_rows
 from .spectral import normalize_rows
 
-#: Partial statistics merged per task of the tree reduction.
-SPLIT_EVERY = 8
-
 
 def is_dask_array(X):
     """Whether ``X`` is a ``dask.array.Array``, without importing Dask.
@@ -259,10 +256,12 @@ def _blocks(Y):
     return list(zip(blocks, (int(s) for s in starts), Y.chunks[0]))
 
 
-def tree_merge(parts, split_every=SPLIT_EVERY):
-    """A tree of :func:`merge_statistics` tasks over ``parts`` (in order)."""
+def tree_merge(parts, split_every=None):
+    """A tree of :func:`merge_statistics` tasks over ``parts`` (in order),
+    ``split_every`` (default :data:`fastkds._config.DASK_SPLIT_EVERY`) a task."""
     from dask import delayed
 
+    split_every = split_every or _config.DASK_SPLIT_EVERY
     while len(parts) > 1:
         parts = [
             delayed(merge_statistics, pure=False)(*parts[i : i + split_every])

@@ -5,6 +5,7 @@ import numbers
 import numpy as np
 from sklearn.utils import check_array
 
+from . import _config
 from ._config import effective_n_jobs
 from .exceptions import TooFewSamplesWarning, warn
 
@@ -104,11 +105,6 @@ def check_clustering_params(est):
     return k, check_positive_int(est.n_init, "n_init"), min_component, max_clusters
 
 
-#: ``n_atoms="auto"`` of :class:`fastkds.KDSClustering`: about sqrt(n) atoms,
-#: within these bounds (see :func:`auto_n_atoms`).
-AUTO_ATOMS_MIN = 16
-AUTO_ATOMS_PER_CLUSTER = 4
-AUTO_ATOMS_MAX = 100
 
 
 def auto_n_atoms(n_samples, n_clusters=None):
@@ -131,8 +127,8 @@ def auto_n_atoms(n_samples, n_clusters=None):
     -------
     int
     """
-    floor = max(AUTO_ATOMS_MIN, AUTO_ATOMS_PER_CLUSTER * (n_clusters or 0))
-    m = min(max(int(round(np.sqrt(n_samples))), floor), max(AUTO_ATOMS_MAX, floor))
+    floor = max(_config.AUTO_ATOMS_MIN, _config.AUTO_ATOMS_PER_CLUSTER * (n_clusters or 0))
+    m = min(max(int(round(np.sqrt(n_samples))), floor), max(_config.AUTO_ATOMS_MAX, floor))
     return int(min(m, n_samples))
 
 

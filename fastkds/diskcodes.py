@@ -20,6 +20,8 @@ import secrets
 import numpy as np
 import scipy.sparse as sp
 
+from . import _config
+
 #: Bytes reserved for each file's .npy header, so the final shape (unknown
 #: while streaming) can be written in place at the end.
 _HEADER_BYTES = 128
@@ -164,9 +166,6 @@ class DiskCodesWriter:
             f.abort()
 
 
-#: Bytes of a file mapped at once by :meth:`NpyRows.take`.
-_TAKE_WINDOW_BYTES = 64 * 2**20
-
 
 class NpyRows:
     """Rows of a C-ordered ``.npy`` file, read by plain file reads.
@@ -234,7 +233,7 @@ class NpyRows:
         if indices.shape[0] == 0:
             return out
         row_bytes = max(self._row_items * self.dtype.itemsize, 1)
-        window = max(_TAKE_WINDOW_BYTES // row_bytes, 1)
+        window = max(_config.TAKE_WINDOW_BYTES // row_bytes, 1)
         with open(self.path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             data = np.frombuffer(mm, dtype=self.dtype, count=self.shape[0] * self._row_items, offset=self._offset)
             data = data.reshape(self.shape)

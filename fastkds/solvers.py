@@ -11,10 +11,7 @@ import warnings
 import numpy as np
 import scipy.linalg
 
-from . import _kernels
-
-#: Bytes allowed for the per-part partial statistics of one chunk.
-_PARTIALS_BUDGET = 64 * 2**20
+from . import _config, _kernels
 
 
 class SufficientStatistics:
@@ -65,7 +62,7 @@ class SufficientStatistics:
         """Add the codes (CSR triple) and objectives of one chunk ``Y``."""
         m, d = self.XtY.shape
         n = Y.shape[0]
-        n_parts = int(max(1, min(8, -(-n // _kernels.BLOCK), _PARTIALS_BUDGET // (8 * m * (m + d)))))
+        n_parts = int(max(1, min(8, -(-n // _kernels.BLOCK), _config.STATISTICS_PARTS_BUDGET // (8 * m * (m + d)))))
         _kernels.accumulate_statistics(indptr, indices, data, Y, n_parts, self.XtX, self.s, self.XtY)
         self.objective_sum += float(np.sum(objective, dtype=np.float64))
         self.n_samples += n

@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from . import _config
 from .diskcodes import DiskCodesWriter, NpyAppender, NpyRows, code_chunks
 
 #: With ``min_component > 0``, a component or a mode of fewer points than
@@ -244,20 +245,13 @@ def normalize_rows(U, *, copy=True):
     return U
 
 
-#: k-means is fitted on at most this many embedded points; the rest are
-#: labelled by their nearest centre. In the row-normalised embedding the
-#: clusters are tight and far apart, so the centres are found as well from a
-#: sample, and memory and time stay small for 10^7 points.
-KMEANS_SAMPLE = 200_000
-
-
 def kmeans_sample(n, random_state):
     """Sorted indices of the embedded points k-means is fitted on: all of
-    them up to :data:`KMEANS_SAMPLE`, else a random sample of that many."""
-    if n <= KMEANS_SAMPLE:
+    them up to :data:`fastkds._config.KMEANS_SAMPLE`, else a random sample of that many."""
+    if n <= _config.KMEANS_SAMPLE:
         return np.arange(n)
     # Generator.choice draws k of n without an n-long permutation
-    return np.sort(np.random.default_rng(random_state).choice(n, KMEANS_SAMPLE, replace=False))
+    return np.sort(np.random.default_rng(random_state).choice(n, _config.KMEANS_SAMPLE, replace=False))
 
 
 class EmbeddingPass:
@@ -369,10 +363,6 @@ def cluster_codes(XtX, s, atoms, results, rng, params, timings=None):
     return spectrum, n_clusters, kmeans
 
 
-#: Rows of the embedding labelled at once by the last pass of a clustering fit.
-LABEL_CHUNK = 1 << 17
-
-
 def _drain(parts):
     """Yield the items of ``parts`` from its end, dropping each: the codes
     of a chunk are freed once embedded."""
@@ -442,7 +432,7 @@ class ClusteringResults:
         """CSR triples of the codes of the first pass, in order."""
         if isinstance(self.codes, DiskCodesWriter):
             self.codes.close(commit=False)
-            return code_chunks(self.codes.temporary_paths, LABEL_CHUNK)
+            return code_chunks(self.codes.temporary_paths, _config.LABEL_CHUNK)
         parts, self.codes = self.codes[::-1], None
         return _drain(parts)
 
@@ -455,13 +445,14 @@ class ClusteringResults:
         return self._embedding
 
     def _embedding_chunks(self):
-        """The embedding again, in chunks of :data:`LABEL_CHUNK` rows."""
+        """The embedding again, in chunks of :data:`fastkds._config.LABEL_CHUNK` rows."""
+        step = _config.LABEL_CHUNK
         if self.out is None:
             E = self._embedding.array
-            return (E[start : start + LABEL_CHUNK] for start in range(0, self.n, LABEL_CHUNK))
+            return (E[start : start + step] for start in range(0, self.n, step))
         self._embedding.close()
         rows = NpyRows(self._embedding.tmp)
-        return (rows.read(start, min(start + LABEL_CHUNK, self.n)) for start in range(0, self.n, LABEL_CHUNK))
+        return (rows.read(start, min(start + step, self.n)) for start in range(0, self.n, step))
 
     def _labels_sink(self):
         if self.out is None:

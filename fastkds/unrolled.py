@@ -25,7 +25,7 @@ clustering collapses (docs/unrolled.md, "The step bound, and why").
 import numpy as np
 import scipy.linalg
 
-from . import _unrolled_kernels
+from . import _config, _unrolled_kernels
 from .prepared import momentum, typed_constants
 
 #: The trainable step is at most this multiple of 1 / sigma_max(W)^2. On
@@ -33,14 +33,11 @@ from .prepared import momentum, typed_constants
 #: accuracy; 2 let one seed fall by 0.7% (docs/unrolled.md).
 STEP_BOUND = 1.5
 
-#: Points per part of the gradient reduction, and the memory the parts may use.
-_PART_POINTS = 64
-_PARTS_BUDGET = 32 * 2**20
 
 
 def _n_parts(n, m, itemsize):
     """Parts of a batch reduced separately: fixed by n and m, never by the threads."""
-    return int(max(1, min(16, -(-n // _PART_POINTS), _PARTS_BUDGET // (itemsize * m * m))))
+    return int(max(1, min(16, -(-n // _config.UNROLLED_PART_POINTS), _config.UNROLLED_PARTS_BUDGET // (itemsize * m * m))))
 
 
 def _top_eigenpair(W, G=None):

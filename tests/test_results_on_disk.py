@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-import fastkds.diskcodes as diskcodes_module
+from fastkds import _config
 import fastkds.spectral as spectral_module
 from fastkds import KDSClustering, make_moons
 from fastkds.diskcodes import DiskCodesWriter, NpyAppender, NpyRows, load_codes
@@ -38,7 +38,7 @@ def kmeans_sample_size(request, monkeypatch):
     """The whole embedding as k-means' sample, or a sample of 700 rows (the
     path 10^7 points take, at a size a test can run)."""
     if request.param:
-        monkeypatch.setattr(spectral_module, "KMEANS_SAMPLE", 700)
+        monkeypatch.setattr(_config, "KMEANS_SAMPLE", 700)
     return request.param
 
 
@@ -129,7 +129,7 @@ def test_npy_rows_read_any_rows_and_notice_a_truncated_file(tmp_path, monkeypatc
     rows = NpyRows(path)
     assert rows.shape == (20, 3) and rows.dtype == np.float32
     np.testing.assert_array_equal(rows.read(4, 9), A[4:9])
-    monkeypatch.setattr(diskcodes_module, "_TAKE_WINDOW_BYTES", 24)  # two rows a window
+    monkeypatch.setattr(_config, "TAKE_WINDOW_BYTES", 24)  # two rows a window
     for picked in ([], [0], [1, 2, 3, 9, 10, 19], list(range(20))):
         np.testing.assert_array_equal(rows.take(picked), A[picked])
     with open(path, "r+b") as f:  # cut the file short after the header was read

@@ -242,7 +242,7 @@ def test_kmeans_on_a_sample_labels_like_full_kmeans(monkeypatch):
         return results, kmeans
 
     full, _ = cluster()
-    monkeypatch.setattr(spectral, "KMEANS_SAMPLE", 500)
+    monkeypatch.setattr(_config, "KMEANS_SAMPLE", 500)
     sampled, kmeans = cluster()
     assert full.sample.shape == (5000,) and sampled.sample.shape == (500,)
     assert kmeans.cluster_centers_.shape == (3, 2)

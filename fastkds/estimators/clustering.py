@@ -91,7 +91,7 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         atoms left out as outlier components (see ``min_component``).
     kmeans_ : sklearn.cluster.KMeans
         Fitted on the embedding, or on a random sample of 200,000 of its rows
-        when there are more (``fastkds.spectral.KMEANS_SAMPLE``); every
+        when there are more (``fastkds._config.KMEANS_SAMPLE``); every
         point is then labelled by its nearest centre.
     timings_ : dict
         Seconds spent in each stage of the last fit: ``dictionary``,

@@ -24,12 +24,12 @@ from sklearn.utils import check_random_state
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _dask
+from .. import _config, _dask
 from .._config import effective_n_jobs
 from .._validation import check_clustering_params, check_n_jobs, check_positive_int
 from ..exceptions import warn
 from ..sources import ChunkSource
-from ..spectral import LABEL_CHUNK, ClusteringResults, cluster_codes, normalize_rows
+from ..spectral import ClusteringResults, cluster_codes, normalize_rows
 from ._base import EmbeddingFeaturesMixin, SaveMixin, check_fit_input, check_input, commit_fit
 from .kds import KDS
 
@@ -225,8 +225,8 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         XtX = (codes.T @ codes).toarray()
         s = np.asarray(codes.sum(axis=0)).ravel()
         results = ClusteringResults(None, codes.shape[0], components.shape[0], codes.dtype)
-        for start in range(0, codes.shape[0], LABEL_CHUNK):
-            rows = codes[start : start + LABEL_CHUNK]
+        for start in range(0, codes.shape[0], _config.LABEL_CHUNK):
+            rows = codes[start : start + _config.LABEL_CHUNK]
             results.codes.append((rows.indptr, rows.indices, rows.data))
         del codes, rows
         spectrum, n_clusters, kmeans = cluster_codes(
