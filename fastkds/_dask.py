@@ -13,14 +13,16 @@ on each worker):
   per task. The loop itself is :func:`~fastkds.solvers.fit_alternating`,
   given :class:`DaskBackend`, so the dictionary steps are those of the
   in-memory fit.
-* ``KDSClustering.fit``: the spectral step needs only ``X^T X`` and ``s``
-  (reduced the same way). The codes stay on the workers; only the
+* ``KDSClustering.fit``: the spectral step (:func:`fastkds.spectral.cluster_codes`,
+  as in memory) needs only ``X^T X`` and ``s`` (reduced the same way). The
+  codes stay on the workers (:class:`ClusteringResults`); only the
   row-normalised embedding (n x n_clusters) comes to the client, for
   scikit-learn's k-means.
 * ``transform`` / ``predict``: block-wise, lazily; the fitted model is one
   graph key.
 
-Identical results: the warm-start subsample (``rng.choice`` indices,
+Identical results: the fit's plan is the in-memory fit's
+(:mod:`fastkds.warmstart`); the warm-start subsamples (the same indices,
 gathered by sorted fancy indexing), the k-means++ seeding and the re-seed
 candidates (keys addressed by global row index) are the in-memory fit's, so
 a Dask fit equals the in-memory fit on the same data and seed up to the
@@ -41,11 +43,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
-from . import warmstart
-from . import _config
+from . import _config, warmstart
+from ._backends import run_epoch
 from ._config import numba_threads
 from ._validation import check_n_jobs, fit_n_atoms
-from ._backends import run_epoch
 from .solvers import SufficientStatistics
 from .sources import random_rows
 from .spectral import normalize_rows
