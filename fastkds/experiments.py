@@ -31,9 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
-# datasets and metrics load scikit-learn: imported where used, so that the
-# command line can build its parser (which holds this module's options)
-# without a second of imports
+# plotting imports only NumPy (matplotlib when a figure is drawn). datasets
+# and metrics load scikit-learn: imported where used, so that the command
+# line can build its parser (which holds this module's options) without a
+# second of imports
+from . import plotting
 
 #: The paper's table (accuracy of KDS, of the best other method it reports,
 #: and of k-means), Tasissa et al., Table "Clustering accuracies".
@@ -502,6 +504,80 @@ def run_circles(grid, *, log=None):
     return grid
 
 
+# -- figures -------------------------------------------------------------------------
+
+
+def _save(ax, directory, name):
+    path = os.path.join(directory, name)
+    ax.figure.savefig(path, dpi=100)
+    return path
+
+
+def paper_figures(rows, grid, directory, *, quick=False):
+    """Write the figures of an experiments run (PNG files, with the helpers
+    of :mod:`fastkds.plotting`).
+
+    The figures are drawn outside pyplot's state, so a run writing many
+    files keeps none of them open.
+
+    Parameters
+    ----------
+    rows : list of Row
+        Rows whose seed-0 models are drawn (moons atoms, MNIST atoms and the
+        MNIST spectral embedding, or the first other fitted row's embedding).
+    grid : CirclesGrid or None
+        Its heat map is drawn, and one circles fit (delta = 0.15, as in the
+        paper's figure) for the atoms.
+    directory : str or path-like
+        Created if needed.
+    quick : bool, default=False
+        Fit the circles figure on few points.
+
+    Returns
+    -------
+    list of str
+        Paths written.
+    """
+    from .datasets import make_circles
+
+    plotting.require_matplotlib()
+    figure = plotting._figure
+    directory = os.fspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    written = []
+    by_name = {r.exp.name: r for r in rows if r.model is not None}
+    if "moons" in by_name:
+        r = by_name["moons"]
+        Y, y = r.data
+        written.append(_save(plotting.plot_atoms_2d(
+            Y, y, r.model.components_, ax=figure((4.2, 3.6)).add_subplot(),
+            title=f"noisy moons: {r.exp.n_atoms} learned atoms (n={len(Y)})"), directory, "moons_atoms.png"))
+    if grid is not None and grid.accuracy is not None:
+        written.append(_save(plotting.plot_heatmap(
+            grid.n_atoms, grid.deltas, grid.accuracy.mean(axis=2), ax=figure((5.0, 3.8)).add_subplot(),
+            title=f"concentric circles: KDS accuracy (n={grid.n_samples})"), directory, "circles_heatmap.png"))
+        m = 12 if quick else 100
+        Y, y = make_circles(300 if quick else grid.n_samples, 0.15, random_state=0)
+        model, _ = _fit_kds(Y, 2, m, grid.lam, grid.n_iter, 100, 0)
+        written.append(_save(plotting.plot_atoms_2d(
+            Y, y, model.components_, ax=figure((4.2, 3.6)).add_subplot(),
+            title=f"concentric circles, delta=0.15: {m} learned atoms"),
+            directory, "circles_atoms.png"))
+    if "mnist5" in by_name:
+        r = by_name["mnist5"]
+        title = f"MNIST-5: {min(100, r.exp.n_atoms)} of the {r.exp.n_atoms} learned atoms"
+        n_rows, n_cols = plotting._atom_grid_shape(len(r.model.components_), 10, None)
+        written.append(_save(plotting.plot_atom_grid(
+            r.model.components_, (28, 28), ax=figure(plotting._atom_grid_size(n_rows, n_cols, title)).add_subplot(),
+            n_cols=n_cols, n_rows=n_rows, title=title), directory, "mnist_atoms.png"))
+    embedded = by_name.get("mnist5") or next(iter(by_name.values()), None)
+    if embedded is not None:
+        written.append(_save(plotting.plot_embedding(
+            embedded.model.embedding_, embedded.data[1], ax=figure((4.4, 3.8)).add_subplot(),
+            title=f"{embedded.exp.title}: spectral embedding of the codes"), directory, "embedding.png"))
+    return written
+
+
 # -- printing ----------------------------------------------------------------------
 
 
@@ -676,9 +752,7 @@ def run(args, out=None):
     if args.first_seed is not None and args.first_seed < 0:
         raise ValueError(f"--first-seed must be >= 0, got {args.first_seed}")
     if args.figures is not None:
-        from .plotting import require_matplotlib
-
-        require_matplotlib()  # fail before the long run, not after it
+        plotting.require_matplotlib()  # fail before the long run, not after it
     only = set(args.only or NAMES)
     data_dir = find_data_dir(args.data)
     log(f"fastkds paper: data folder {data_dir if data_dir is not None else '(none found)'}"
@@ -715,8 +789,6 @@ def run(args, out=None):
     if notes:
         log("\n" + "\n".join(notes))
     if args.figures is not None:
-        from .plotting import paper_figures
-
         for path in paper_figures(rows, grid, args.figures, quick=args.quick):
             log(f"wrote {path}")
     return rows, grid
