@@ -118,12 +118,39 @@ class CirclesGrid:
     chosen_on: range = range(0)
 
 
-#: The paper's training of the dictionary for Yale B and Salinas-A: the
-#: unrolled solver, Adam, random data points as the initial atoms (the
-#: paper's supplement, table "Optimal network parameters", and its code:
-#: fixed step for Yale B, trained step for Salinas-A).
-_YALEB_TRAINING = dict(solver="unrolled", learning_rate=1e-4, batch_size=1, init="random", train_step=False)
-_SALINAS_TRAINING = dict(solver="unrolled", learning_rate=1e-4, batch_size=128, init="random", train_step=True)
+@dataclass(frozen=True)
+class PaperSettings:
+    """One data set's settings in the paper (its supplement, table "Optimal
+    network parameters", and its released code).
+
+    The rows of :func:`experiments` and the scripts of ``bench/`` take the
+    paper's settings from :data:`PAPER_SETTINGS`, so each is written once.
+    """
+
+    n_atoms: int  # atoms m
+    n_iter: int  # encoder steps T
+    lam: float
+    max_epochs: int  # epochs of its unrolled training
+    training: dict  # the other KDS parameters of that training (solver, Adam, batches, initial atoms, step)
+    n_samples: int = 0  # points drawn, for generated data
+
+
+#: The paper's settings per data set. Its training of the dictionary is the
+#: unrolled solver with Adam from random data points as the initial atoms;
+#: the step is trained for the moons and Salinas-A, fixed for MNIST-5 and
+#: Yale B (as its code does).
+PAPER_SETTINGS = {
+    "moons": PaperSettings(24, 15, 5.0, 1000, dict(solver="unrolled", learning_rate=1e-3, batch_size=10000,
+                                                   clip_norm=1e-4, train_step=True, init="random"), n_samples=5000),
+    "mnist5": PaperSettings(500, 100, 0.5, 30, dict(solver="unrolled", learning_rate=1e-3, batch_size=1024,
+                                                    clip_norm=1e-4, train_step=False, init="random")),
+    "yaleb": PaperSettings(64, 50, 0.1, 15, dict(solver="unrolled", learning_rate=1e-4, batch_size=1, init="random",
+                                                 train_step=False)),
+    "salinas": PaperSettings(25, 100, 1.0, 50, dict(solver="unrolled", learning_rate=1e-4, batch_size=128,
+                                                    init="random", train_step=True)),
+}
+_YALEB_TRAINING = PAPER_SETTINGS["yaleb"].training
+_SALINAS_TRAINING = PAPER_SETTINGS["salinas"].training
 
 #: Adam's learning rate is a step in the atoms' own units: the paper's 1e-4
 #: is for the cube its code scales globally to [0, 1], where the atoms move
@@ -161,9 +188,11 @@ def experiments(quick=False):
         ]
     # Each row with a setting chosen by looking at accuracy runs on seeds that
     # choice did not see (first_seed), and its ``chosen`` note says so.
+    p_moons, p_mnist, p_yaleb, p_salinas = (PAPER_SETTINGS[k] for k in ("moons", "mnist5", "yaleb", "salinas"))
     return [
         moons := Experiment(
-            "moons", "noisy moons", 2, 24, 5.0, 30, 10, n_samples=5000, paper_n=5000, first_seed=10,
+            "moons", "noisy moons", 2, p_moons.n_atoms, p_moons.lam, 30, 10, n_samples=p_moons.n_samples,
+            paper_n=p_moons.n_samples, first_seed=10,
             note="T=30, not the paper's 15: at T=15 the codes stay blurred near the tips "
             "of the moons (README); the Bayes column is the ceiling",
             chosen="T=30", chosen_on=range(10),
@@ -174,14 +203,16 @@ def experiments(quick=False):
             "where the Bayes classifier scores >= 0.999 on every seed; otherwise as the row above",
         ),
         Experiment(
-            "mnist5", "MNIST-5", 5, 500, 0.5, 100, 5, subdir="mnist", paper_n=5000, first_seed=5,
+            "mnist5", "MNIST-5", 5, p_mnist.n_atoms, p_mnist.lam, p_mnist.n_iter, 5, subdir="mnist", paper_n=5000,
+            first_seed=5,
             note="the 4958 test-split images (the paper's code: all 35,037 of MNIST); localised modes "
             "of the code graph do not count towards the 5 eigenvectors (min_component, docs/unrolled.md)",
             chosen="the spectral step's rule for localised modes", chosen_on=range(5),
         ),
         yaleb := Experiment(
-            "yaleb", "Yale B, 2 faces", 2, 64, 0.1, 50, 10, max_epochs=15, subdir="yaleb", paper_n=128,
-            preprocess="unit_norm", options=_YALEB_TRAINING, first_seed=10,
+            "yaleb", "Yale B, 2 faces", 2, p_yaleb.n_atoms, p_yaleb.lam, p_yaleb.n_iter, 10,
+            max_epochs=p_yaleb.max_epochs, subdir="yaleb", paper_n=128, preprocess="unit_norm",
+            options=p_yaleb.training, first_seed=10,
             note="the paper's training (unrolled solver, Adam lr 1e-4, 15 epochs, batch 1, random "
             "initial atoms, fixed step) on images scaled to unit norm (the paper's P3, as in its code)",
             chosen="the spectral step's five-point floor on a cluster", chosen_on=range(10),
@@ -194,8 +225,9 @@ def experiments(quick=False):
             chosen="ten dictionaries (rather than five), the five-point floor", chosen_on=range(10),
         ),
         salinas := Experiment(
-            "salinas", "Salinas-A", 6, 25, 1.0, 100, 40, max_epochs=50, subdir="salinasA", paper_n=7138,
-            preprocess="standardize", options=_SALINAS_TRAINING, first_seed=40,
+            "salinas", "Salinas-A", 6, p_salinas.n_atoms, p_salinas.lam, p_salinas.n_iter, 40,
+            max_epochs=p_salinas.max_epochs, subdir="salinasA", paper_n=7138, preprocess="standardize",
+            options=p_salinas.training, first_seed=40,
             note="the paper's training (unrolled solver, Adam lr 1e-4, 50 epochs, batch 128, random "
             "initial atoms, trained step) on bands standardised (the paper's P2); the 5348 labelled "
             "pixels, as the paper's code (its text: n=7138, the whole image). 40 seeds: the partition "
@@ -310,6 +342,83 @@ def _load(exp, data_dir, seed, quick):
         keep = np.sort(np.random.default_rng(0).choice(Y.shape[0], min(Y.shape[0], 24 if exp.subdir == "yaleb" else 300), replace=False))
         Y, y = Y[keep], y[keep]
     return Y, y
+
+
+#: Every real and generated set the project measures on, as (name, title)
+#: pairs: the paper's (with its preprocessings, as in :func:`experiments`),
+#: all ten MNIST digits, a million moons, and two high-dimensional manifold
+#: sets. :func:`load_data_set` reads or draws one.
+DATA_SETS = (
+    ("mnist10", "MNIST t10k, 10 digits"),
+    ("mnist5", "MNIST-5"),
+    ("yaleb", "Yale B, 2 faces"),
+    ("salinas", "Salinas-A"),
+    ("moons", "noisy moons"),
+    ("moons1m", "noisy moons, 10^6"),
+    ("circles", "circles, delta 0.1"),
+    ("curves", "curves, d=100"),
+    ("spheres", "nested spheres, d=60"),
+)
+
+
+def _need(data_dir, sub):
+    if data_dir is None:
+        raise FileNotFoundError("no data folder (give --data DIR or set FASTKDS_DATA)")
+    path = os.path.join(data_dir, sub)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"{path} not found")
+    return path
+
+
+def load_data_set(name, data_dir, seed=0):
+    """(Y, labels) of one of :data:`DATA_SETS`.
+
+    Parameters
+    ----------
+    name : str
+        A name of :data:`DATA_SETS`.
+    data_dir : str, path-like or None
+        Folder holding ``mnist/``, ``yaleb/`` and ``salinasA/`` (see
+        :func:`find_data_dir`); unused by the generated sets.
+    seed : int, default=0
+        Draws the generated sets (the files are the same for every seed).
+
+    Returns
+    -------
+    Y : ndarray of shape (n, d)
+        Yale B rows scaled to unit norm and Salinas-A bands standardised,
+        as in the paper's rows of :func:`experiments`.
+    labels : ndarray of shape (n,)
+
+    Raises
+    ------
+    FileNotFoundError
+        When the data folder, or the set's folder in it, is absent.
+    """
+    from . import datasets
+
+    rows = {e.name: e for e in experiments()}
+    if name == "mnist10":
+        return datasets.load_mnist(_need(data_dir, "mnist"), digits=tuple(range(10)))
+    if name == "mnist5":
+        return datasets.load_mnist(_need(data_dir, "mnist"))
+    if name == "yaleb":
+        Y, y = datasets.load_yaleb(_need(data_dir, "yaleb"))
+        return preprocess(Y, rows["yaleb"].preprocess), y
+    if name == "salinas":
+        Y, y = datasets.load_salinas_a(_need(data_dir, "salinasA"))
+        return preprocess(Y, rows["salinas"].preprocess), y
+    if name == "moons":
+        return datasets.make_moons(PAPER_SETTINGS["moons"].n_samples, random_state=seed)
+    if name == "moons1m":
+        return datasets.make_moons(1_000_000, random_state=seed)
+    if name == "circles":
+        return datasets.make_circles(circles_grid().n_samples, 0.1, random_state=seed)
+    if name == "curves":
+        return datasets.make_curves(random_state=seed)
+    if name == "spheres":
+        return datasets.make_nested_spheres(random_state=seed)
+    raise ValueError(f"unknown data set {name!r}; one of {[n for n, _ in DATA_SETS]}")
 
 
 #: The paper's three preprocessings (supplement, "Pre-processing of data"):
