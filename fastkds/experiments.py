@@ -152,11 +152,12 @@ PAPER_SETTINGS = {
 _YALEB_TRAINING = PAPER_SETTINGS["yaleb"].training
 _SALINAS_TRAINING = PAPER_SETTINGS["salinas"].training
 
-#: Adam's learning rate is a step in the atoms' own units: the paper's 1e-4
-#: is for the cube its code scales globally to [0, 1], where the atoms move
-#: little in 50 epochs on standardised bands. 2e-3 was chosen by accuracy
-#: among several rates (docs/experiments.md), so its row is reported on
-#: seeds that choice did not see.
+#: Adam's learning rate is a step in the atoms' own units. The paper's 1e-4
+#: goes with its code's data, the cube scaled globally to [0, 1], where a
+#: band's spread is 0.052; on standardised bands (spread 1) the same step is
+#: about 1e-4 / 0.052 = 2e-3. The rate is a setting chosen on the labels
+#: (its row's ``chosen``), so the row runs on seeds that choice did not see
+#: (docs/experiments.md, "Salinas-A, lr 2e-3").
 _SALINAS_TRAINING_SCALED = dict(_SALINAS_TRAINING, learning_rate=2e-3)
 
 
@@ -270,14 +271,16 @@ def circles_grid(quick=False, seeds=None):
     CirclesGrid
     """
     if quick:
-        # 1000 points, lam=2: at m=24 the code graph has exactly two pieces, the
-        # two circles (delta=0.5, seeds 0-5). On 300 points with m=12 and lam=5
-        # it fell into 3-7 pieces, and which two clusters k-means found hung on
-        # rounding in the eigenvectors of the repeated eigenvalue 1.
+        # Small, yet at delta=0.5 the code graph must fall into exactly two
+        # pieces, the two circles: in more pieces, which two clusters k-means
+        # finds hangs on rounding in the eigenvectors of the repeated
+        # eigenvalue 1. 1000 points with lam=2 and m=24 give two pieces
+        # (docs/experiments.md, "The quick circles grid").
         return CirclesGrid((6, 24), (0.2, 0.5), 1000, 2.0, 30, seeds or 1)
-    # lam=50, T=100: sharp, local codes. With the moons' lam=5, T=30 the codes
-    # of one circle reach the atoms of the other and the dictionary step pulls
-    # every atom between the circles.
+    # lam=50, T=100: the circles need sharp, local codes. With softer codes
+    # (the moons' lam=5, T=30) the codes of one circle reach the atoms of the
+    # other and the dictionary step pulls every atom between the circles
+    # (docs/experiments.md, "Concentric circles").
     return CirclesGrid(
         (10, 25, 50, 100, 150, 200, 300),
         (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8),
