@@ -1,9 +1,9 @@
 """MNIST-5 with the unrolled solver at the paper's settings (m=500, T=100,
 lam=0.5; Adam, learning rate 1e-3, 30 epochs, batch 1024, clipping 1e-4,
 fixed step; ``fastkds.experiments.PAPER_SETTINGS["mnist5"]``): accuracy and
-fit time. The initial atoms are fastkds's default
-(k-means++ seeding among the data points); ``--init random`` takes the
-paper's uniformly random data points.
+fit time. The initial atoms are fastkds's default (k-means++ seeding among
+the data points); ``--init random`` takes the paper's uniformly random data
+points.
 
     python bench/mnist5_unrolled.py [--data ../shared/data/mnist] [--seeds 0 1 2] [--epochs 30] [--init random|exact]
         [--freeze-step] [--center] [--save DIR]

@@ -7,9 +7,10 @@ accuracy over seeds, one setting for all seeds.
         [--n-estimators R [--n-jobs J]]
 
 The training settings default to the paper's (supplement, "Optimal network
-parameters", and its code; ``fastkds.experiments.PAPER_SETTINGS``): Yale B m=64, T=50, lam=0.1, Adam lr 1e-4, 15
-epochs, batch 1, fixed step; Salinas-A m=25, T=100, lam=1, lr 1e-4, 50
-epochs, batch 128, trained step; random data points as the initial atoms.
+parameters", and its code; ``fastkds.experiments.PAPER_SETTINGS``): Yale B
+m=64, T=50, lam=0.1, Adam lr 1e-4, 15 epochs, batch 1, fixed step;
+Salinas-A m=25, T=100, lam=1, lr 1e-4, 50 epochs, batch 128, trained step;
+random data points as the initial atoms.
 The preprocessing defaults to the one ``fastkds paper`` uses: Yale B unit
 norm (the paper's P3, as its code), but Salinas-A standardised bands (P2),
 which is not the paper's: its code scales the cube globally to [0, 1], and
