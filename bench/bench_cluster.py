@@ -6,7 +6,7 @@ import warnings
 import pytest
 from sklearn.cluster import KMeans, SpectralClustering
 
-from conftest import SPECTRAL_MAX_N, moons_atoms, moons_data, record, skip_above
+from conftest import MOONS, MOONS_ENCODER, SPECTRAL_MAX_N, moons_atoms, moons_data, record, skip_above
 from fastkds import KDSClustering, clustering_accuracy
 
 
@@ -19,9 +19,9 @@ def _quiet(fn):
 @pytest.mark.benchmark(group="cluster")
 def test_kdsclustering(benchmark, n):
     Y, labels = moons_data(n)
-    moons_atoms(24)  # compile
+    moons_atoms()  # compile
     model = benchmark.pedantic(
-        lambda: _quiet(lambda: KDSClustering(2, n_atoms=24, lam=5.0, n_iter=15, random_state=0).fit(Y)),
+        lambda: _quiet(lambda: KDSClustering(2, n_atoms=MOONS.n_atoms, random_state=0, **MOONS_ENCODER).fit(Y)),
         rounds=1,
         iterations=1,
     )

@@ -4,7 +4,7 @@ shape sweep over m, d and T; the NumPy oracle in the same run."""
 import numpy as np
 import pytest
 
-from conftest import ORACLE_MAX_N, bench_n, moons_atoms, moons_data, record, skip_above
+from conftest import MOONS, MOONS_ENCODER, ORACLE_MAX_N, bench_n, moons_atoms, moons_data, record, skip_above
 from fastkds import _naive, sparse_encode
 
 
@@ -12,10 +12,10 @@ from fastkds import _naive, sparse_encode
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_encode_fastkds(benchmark, n, dtype):
     Y = moons_data(n)[0].astype(dtype)
-    W = moons_atoms(24)
-    codes = benchmark.pedantic(sparse_encode, args=(Y, W), kwargs=dict(lam=5.0, n_iter=15), rounds=3, iterations=1)
+    W = moons_atoms()
+    codes = benchmark.pedantic(sparse_encode, args=(Y, W), kwargs=MOONS_ENCODER, rounds=3, iterations=1)
     record(benchmark, n, dtype=np.dtype(dtype).name)
-    assert codes.shape == (n, 24)
+    assert codes.shape == (n, MOONS.n_atoms)
     np.testing.assert_allclose(codes.sum(axis=1), 1.0, rtol=1e-4)
 
 
@@ -23,9 +23,9 @@ def test_encode_fastkds(benchmark, n, dtype):
 def test_encode_numpy_oracle(benchmark, n):
     skip_above(n, ORACLE_MAX_N, "the NumPy oracle")
     Y = moons_data(n)[0]
-    X = benchmark.pedantic(_naive.encode, args=(Y, moons_atoms(24), 5.0, 15), rounds=1, iterations=1)
+    X = benchmark.pedantic(_naive.encode, args=(Y, moons_atoms(), MOONS.lam, MOONS.n_iter), rounds=1, iterations=1)
     record(benchmark, n)
-    assert X.shape == (n, 24)
+    assert X.shape == (n, MOONS.n_atoms)
 
 
 # m, d, T: the moons case, more atoms, more features, the MNIST-like case

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from conftest import moons_atoms, moons_data, record
+from conftest import MOONS, MOONS_ENCODER, moons_atoms, moons_data, record
 from fastkds import KDSClustering, clustering_accuracy
 
 
@@ -21,12 +21,12 @@ def moons_file(tmp_path, n):
 @pytest.mark.benchmark(group="end-to-end")
 def test_cluster_npy_file(benchmark, n, moons_file):
     path, labels = moons_file
-    moons_atoms(24)  # compile
+    moons_atoms()  # compile
 
     def run():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return KDSClustering(2, n_atoms=24, lam=5.0, n_iter=15, random_state=0).fit(path)
+            return KDSClustering(2, n_atoms=MOONS.n_atoms, random_state=0, **MOONS_ENCODER).fit(path)
 
     model = benchmark.pedantic(run, rounds=1, iterations=1)
     accuracy = clustering_accuracy(labels, model.labels_)

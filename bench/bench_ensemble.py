@@ -17,6 +17,9 @@ import numpy as np
 import pytest
 
 from fastkds import KDS, KDSEnsembleClustering
+from fastkds.experiments import PAPER_SETTINGS
+
+YALEB = PAPER_SETTINGS["yaleb"]
 
 N_ESTIMATORS = 4
 
@@ -29,7 +32,8 @@ def _faces_shaped():
 
 
 def _ensemble(n_jobs):
-    kds = KDS(64, lam=0.1, n_iter=50, solver="unrolled", learning_rate=1e-4, batch_size=1, max_epochs=2)
+    training = {key: YALEB.training[key] for key in ("solver", "learning_rate", "batch_size")}
+    kds = KDS(YALEB.n_atoms, lam=YALEB.lam, n_iter=YALEB.n_iter, max_epochs=2, **training)
     return KDSEnsembleClustering(2, estimator=kds, n_estimators=N_ESTIMATORS, random_state=0, n_jobs=n_jobs)
 
 
@@ -40,4 +44,4 @@ def test_ensemble_fit(benchmark, n_jobs):
     KDS(4, solver="unrolled", max_epochs=1, batch_size=1).fit(Y[:8])  # compile
     model = benchmark.pedantic(lambda: _ensemble(n_jobs).fit(Y), rounds=1, iterations=1)
     benchmark.extra_info["n_estimators"] = N_ESTIMATORS
-    assert model.components_.shape == (N_ESTIMATORS * 64, Y.shape[1])
+    assert model.components_.shape == (N_ESTIMATORS * YALEB.n_atoms, Y.shape[1])

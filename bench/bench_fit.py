@@ -5,20 +5,20 @@ import warnings
 
 import pytest
 
-from conftest import moons_atoms, moons_data, record
+from conftest import MOONS, MOONS_ENCODER, moons_atoms, moons_data, record
 from fastkds import KDS
 
 
 @pytest.mark.benchmark(group="fit")
 def test_kds_fit(benchmark, n):
     Y = moons_data(n)[0]
-    moons_atoms(24)  # compile
+    moons_atoms()  # compile
 
     def fit():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return KDS(24, lam=5.0, n_iter=15, random_state=0).fit(Y)
+            return KDS(MOONS.n_atoms, random_state=0, **MOONS_ENCODER).fit(Y)
 
     kds = benchmark.pedantic(fit, rounds=1, iterations=1)
     record(benchmark, n, epochs=int(kds.n_iter_), objective=float(kds.objective_[-1]))
-    assert kds.components_.shape == (24, 2)
+    assert kds.components_.shape == (MOONS.n_atoms, 2)

@@ -20,6 +20,13 @@ import numpy as np
 import pytest
 
 from fastkds import make_moons, sparse_encode
+from fastkds.experiments import PAPER_SETTINGS
+
+#: The paper's moons settings: atoms m, encoder steps T and lam.
+MOONS = PAPER_SETTINGS["moons"]
+#: Those settings as keyword arguments of KDS, KDSClustering and sparse_encode
+#: (n_atoms apart: the encoder takes the atoms themselves).
+MOONS_ENCODER = dict(lam=MOONS.lam, n_iter=MOONS.n_iter)
 
 #: The NumPy oracle encodes ~50,000 points/s: above this it only adds minutes.
 ORACLE_MAX_N = 100_000
@@ -61,12 +68,12 @@ def moons_data(n):
 
 
 @functools.lru_cache(maxsize=4)
-def moons_atoms(m=24):
+def moons_atoms(m=MOONS.n_atoms):
     """m atoms drawn from the data, and the encoder compiled for both dtypes."""
     Y, _ = moons_data(10_000)
     W = Y[np.random.default_rng(0).choice(Y.shape[0], m, replace=False)]
     for dtype in (np.float64, np.float32):
-        sparse_encode(Y[:256].astype(dtype), W, lam=5.0, n_iter=15)
+        sparse_encode(Y[:256].astype(dtype), W, **MOONS_ENCODER)
     return W
 
 
@@ -77,7 +84,7 @@ def moons():
 
 @pytest.fixture(scope="session")
 def moons_dictionary():
-    return moons_atoms(24)
+    return moons_atoms()
 
 
 def record(benchmark, n, **extra):

@@ -17,13 +17,16 @@ import numba
 import numpy as np
 
 from fastkds import _kernels, make_moons
+from fastkds.experiments import PAPER_SETTINGS
 from fastkds.prepared import PreparedDictionary
+
+MOONS = PAPER_SETTINGS["moons"]  # the paper's m, T and lam
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=200_000)
-    ap.add_argument("--atoms", type=int, default=24)
+    ap.add_argument("--atoms", type=int, default=MOONS.n_atoms)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
@@ -31,10 +34,10 @@ def main():
     Y, _ = make_moons(args.n, random_state=0)
     W = Y[np.random.default_rng(0).choice(args.n, args.atoms, replace=False)]
     limit = _kernels.LOCKSTEP_MAX_FEATURES
-    print(f"moons: n={args.n:,} d=2 m={args.atoms} T=15 lam=5, {args.threads} thread(s)")
+    print(f"moons: n={args.n:,} d=2 m={args.atoms} T={MOONS.n_iter} lam={MOONS.lam:g}, {args.threads} thread(s)")
     for dtype in (np.float64, np.float32):
         Yd = Y.astype(dtype)
-        prepared = PreparedDictionary(W, 5.0, 15, dtype)
+        prepared = PreparedDictionary(W, MOONS.lam, MOONS.n_iter, dtype)
         buffers = prepared.allocate(args.n)
         paths = {"per-point": 0, "lockstep": limit}
         best = dict.fromkeys(paths, np.inf)

@@ -25,7 +25,9 @@ import warnings
 import numpy as np
 
 from fastkds import KDS, KDSClustering, clustering_accuracy, datasets, sparse_encode
-from fastkds.experiments import find_data_dir
+from fastkds.experiments import PAPER_SETTINGS, find_data_dir
+
+MNIST5, MOONS = PAPER_SETTINGS["mnist5"], PAPER_SETTINGS["moons"]
 
 
 def encoders(args):
@@ -35,19 +37,20 @@ def encoders(args):
     Y, _ = datasets.load_mnist(data_dir / "mnist")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        W = KDS(500, lam=0.5, n_iter=100, max_epochs=3, random_state=0).fit(Y).components_
-    print(f"MNIST-5, n={Y.shape[0]}, d={Y.shape[1]}, m=500, lam=0.5")
-    variants = [("active set (exact)", "active-set", "centred"), ("accelerated T=100, centred step", "apg", "centred"),
-                ("accelerated T=100, paper's step", "apg", "paper")]
+        W = KDS(MNIST5.n_atoms, lam=MNIST5.lam, n_iter=MNIST5.n_iter, max_epochs=3, random_state=0).fit(Y).components_
+    print(f"MNIST-5, n={Y.shape[0]}, d={Y.shape[1]}, m={MNIST5.n_atoms}, lam={MNIST5.lam:g}")
+    T = MNIST5.n_iter
+    variants = [("active set (exact)", "active-set", "centred"), (f"accelerated T={T}, centred step", "apg", "centred"),
+                (f"accelerated T={T}, paper's step", "apg", "paper")]
     codes = {}
     for dtype in (np.float32, np.float64):
         Yd = Y.astype(dtype)
         for title, encoder, step in variants:
-            sparse_encode(Yd[:100], W, lam=0.5, n_iter=100, encoder=encoder, step=step)  # compile / load
+            sparse_encode(Yd[:100], W, lam=MNIST5.lam, n_iter=T, encoder=encoder, step=step)  # compile / load
             best = np.inf
             for _ in range(args.repeats):
                 t0 = time.perf_counter()
-                C = sparse_encode(Yd, W, lam=0.5, n_iter=100, encoder=encoder, step=step)
+                C = sparse_encode(Yd, W, lam=MNIST5.lam, n_iter=T, encoder=encoder, step=step)
                 best = min(best, time.perf_counter() - t0)
             codes[title, dtype] = C
             print(f"  {np.dtype(dtype).name:8s} {title:34s} {best:.3f} s, {C.nnz / Y.shape[0]:.2f} atoms per code")
@@ -62,17 +65,18 @@ def encoders(args):
 
 def moons(args):
     def accuracy(seed, **params):
-        Y, y = datasets.make_moons(5000, random_state=seed)
+        Y, y = datasets.make_moons(MOONS.n_samples, random_state=seed)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model = KDSClustering(2, random_state=seed, **params).fit(Y)
         return clustering_accuracy(y, model.labels_)
 
     seeds = range(args.seeds)
-    print(f"noisy moons, 5000 points, mean accuracy over seeds 0-{args.seeds - 1}")
-    paper = np.mean([accuracy(s, n_atoms=24, lam=5.0, n_iter=15, step="paper", encoder="apg") for s in seeds])
-    print(f"  accelerated, the paper's settings (m=24, lam=5, T=15): {paper:.4f}")
-    for m in (24, 48):
+    print(f"noisy moons, {MOONS.n_samples} points, mean accuracy over seeds 0-{args.seeds - 1}")
+    paper = np.mean([accuracy(s, n_atoms=MOONS.n_atoms, lam=MOONS.lam, n_iter=MOONS.n_iter, step="paper",
+                              encoder="apg") for s in seeds])
+    print(f"  accelerated, the paper's settings (m={MOONS.n_atoms}, lam={MOONS.lam:g}, T={MOONS.n_iter}): {paper:.4f}")
+    for m in (MOONS.n_atoms, 2 * MOONS.n_atoms):
         cells = [np.mean([accuracy(s, n_atoms=m, lam=lam, encoder="active-set") for s in seeds])
                  for lam in (0.5, 1.0, 2.0, 5.0, 10.0)]
         print(f"  active set, m={m}: lam 0.5/1/2/5/10: " + " ".join(f"{a:.4f}" for a in cells))

@@ -16,6 +16,9 @@ from collections import defaultdict
 import numpy as np
 
 from fastkds import _cuda_kernels, gpu, make_moons
+from fastkds.experiments import PAPER_SETTINGS
+
+MOONS = PAPER_SETTINGS["moons"]  # the paper's m, T and lam
 
 
 def main():
@@ -29,8 +32,8 @@ def main():
     gpu.require_cuda()
     Y, _ = make_moons(args.n, random_state=0)
     Y = np.ascontiguousarray(Y, dtype=args.dtype)
-    W = Y[np.random.default_rng(0).choice(args.n, 24, replace=False)].astype(np.float64)
-    prep = gpu.CudaPreparedDictionary(W, 5.0, 15, Y.dtype, kernel=args.kernel)
+    W = Y[np.random.default_rng(0).choice(args.n, MOONS.n_atoms, replace=False)].astype(np.float64)
+    prep = gpu.CudaPreparedDictionary(W, MOONS.lam, MOONS.n_iter, Y.dtype, kernel=args.kernel)
     buf = prep.allocate(args.chunk, n_slots=args.slots)
     gpu.encode_csr_cuda(Y[:4096], prep, args.chunk, buffers=buf)  # compile
     t = defaultdict(float)

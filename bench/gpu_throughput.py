@@ -30,6 +30,9 @@ import warnings
 import numpy as np
 
 from fastkds import make_moons, sparse_encode
+from fastkds.experiments import PAPER_SETTINGS
+
+MOONS, MNIST5 = PAPER_SETTINGS["moons"], PAPER_SETTINGS["mnist5"]
 
 TOL = {"float64": 1e-10, "float32": 1e-4}
 
@@ -153,7 +156,8 @@ def main():
         for kernel in kernels:
             for ns in slots if kernel == "thread" else [None]:
                 print(f"moons {dt} {kernel} slots={ns or 'auto'} ...", flush=True)
-                rows.append(run_case("moons m=24 T=15", Ym, 24, 15, 5.0, args.n, args.cpu_n, args.check_n,
+                rows.append(run_case(f"moons m={MOONS.n_atoms} T={MOONS.n_iter}", Ym, MOONS.n_atoms, MOONS.n_iter,
+                                     MOONS.lam, args.n, args.cpu_n, args.check_n,
                                      args.chunk, args.repeat, np.dtype(dt), gpu, kernel, args.sets, ns,
                                      cpu_cache))  # fmt: skip
                 print_row(rows[-1])
@@ -164,7 +168,8 @@ def main():
         for dt in args.dtypes.split(","):
             for kernel in kernels:
                 print(f"mnist-like {dt} {kernel} ...", flush=True)
-                rows.append(run_case("mnist-like m=500 T=100", Yx, 500, 100, 0.5, args.mnist_n, args.mnist_n,
+                rows.append(run_case(f"mnist-like m={MNIST5.n_atoms} T={MNIST5.n_iter}", Yx, MNIST5.n_atoms,
+                                     MNIST5.n_iter, MNIST5.lam, args.mnist_n, args.mnist_n,
                                      args.check_n, args.mnist_n, args.repeat, np.dtype(dt), gpu, kernel,
                                      args.sets, None, cpu_cache))  # fmt: skip
                 print_row(rows[-1])

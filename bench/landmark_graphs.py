@@ -4,11 +4,12 @@
                                     [--graphs codes,mutual5,knn5] [--seeds 2]
 
 Not the defaults' table (``bench/real_data.py`` is): a measurement of one
-alternative to the trained dictionary. For each set of ``real_data.ROWS``
-(its data with seed 0) and each seed, m atoms are drawn by k-means++
-(``sklearn.cluster.kmeans_plusplus``, no training), every point gets its
-exact code (``sparse_encode(..., encoder="active-set")``, lam = 1), and the
-atoms are clustered spectrally on one of three m x m graphs:
+alternative to the trained dictionary. For each set of
+``fastkds.experiments.DATA_SETS`` (its data with seed 0) and each seed, m
+atoms are drawn by k-means++ (``sklearn.cluster.kmeans_plusplus``, no
+training), every point gets its exact code (``sparse_encode(...,
+encoder="active-set")``, lam = 1), and the atoms are clustered spectrally on
+one of three m x m graphs:
 
 - ``codes``: ``X^T X``, the atoms two points' codes share (the bipartite
   graph of KDSClustering, with exact codes);
@@ -25,8 +26,6 @@ of that graph (the number an unsupervised choice of m could use).
 """
 
 import argparse
-import os
-import sys
 import time
 import warnings
 
@@ -35,13 +34,10 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from sklearn.cluster import KMeans, kmeans_plusplus
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from real_data import ROWS  # noqa: E402
-
-from fastkds import clustering_accuracy  # noqa: E402
-from fastkds.encoding import sparse_encode  # noqa: E402
-from fastkds.experiments import find_data_dir  # noqa: E402
-from fastkds.spectral import normalize_rows  # noqa: E402
+from fastkds import clustering_accuracy
+from fastkds.encoding import sparse_encode
+from fastkds.experiments import DATA_SETS, find_data_dir, load_data_set
+from fastkds.spectral import normalize_rows
 
 
 def atom_neighbours(W, q, mutual):
@@ -95,11 +91,11 @@ def main(argv=None):
     data_dir = find_data_dir(args.data)
     sizes = [int(a) for a in args.atoms.split(",")]
     graphs = args.graphs.split(",")
-    for name, title, loader in ROWS:
+    for name, title in DATA_SETS:
         if (args.only and name not in args.only) or name == "moons1m":
             continue
         try:
-            Y, y = loader(data_dir, 0)
+            Y, y = load_data_set(name, data_dir, 0)
         except FileNotFoundError as exc:
             print(f"{title}: skipped ({exc})")
             continue

@@ -1,5 +1,6 @@
-"""MNIST-5 at the paper's settings (m=500, T=100, lam=0.5): accuracy and fit
-time, with the estimator's defaults otherwise.
+"""MNIST-5 at the paper's settings (m=500, T=100, lam=0.5;
+``fastkds.experiments.PAPER_SETTINGS["mnist5"]``): accuracy and fit time,
+with the estimator's defaults otherwise.
 
     python bench/mnist5.py [--data ../shared/data/mnist] [--seeds 0 1 2]
                            [--n-jobs 1 2] [--step centred|paper] [--encoder apg|active-set]
@@ -14,21 +15,29 @@ import time
 import warnings
 
 from fastkds import KDSClustering, clustering_accuracy, load_mnist
+from fastkds.experiments import PAPER_SETTINGS, find_data_dir
+
+PAPER = PAPER_SETTINGS["mnist5"]
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data", "mnist"))
+    ap.add_argument("--data", default=None, help="the mnist/ folder (default: mnist/ in the data folder of "
+                    "fastkds.experiments.find_data_dir)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--max-epochs", type=int, default=100)
     ap.add_argument("--n-jobs", type=int, nargs="+", default=[None])
     ap.add_argument("--step", default="centred", choices=["centred", "paper"])
     ap.add_argument("--encoder", default="apg", choices=["apg", "active-set"])
     args = ap.parse_args()
+    if args.data is None:
+        data_dir = find_data_dir()
+        if data_dir is None:
+            ap.error("no data folder: give --data DIR (the mnist/ folder) or set FASTKDS_DATA")
+        args.data = os.path.join(data_dir, "mnist")
     Y, y = load_mnist(args.data)
-    print(f"MNIST-5: n={Y.shape[0]}, d={Y.shape[1]}, k=5, m=500, T=100, lam=0.5, step={args.step}, "
-          f"encoder={args.encoder}")
+    print(f"MNIST-5: n={Y.shape[0]}, d={Y.shape[1]}, k=5, m={PAPER.n_atoms}, T={PAPER.n_iter}, lam={PAPER.lam:g}, "
+          f"step={args.step}, encoder={args.encoder}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         KDSClustering(5, n_atoms=20, max_epochs=2, step=args.step, encoder=args.encoder).fit(Y[:500])  # compile
@@ -37,7 +46,8 @@ def main():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model = KDSClustering(
-                5, n_atoms=500, lam=0.5, n_iter=100, max_epochs=args.max_epochs, random_state=seed,
+                5, n_atoms=PAPER.n_atoms, lam=PAPER.lam, n_iter=PAPER.n_iter, max_epochs=args.max_epochs,
+                random_state=seed,
                 n_jobs=n_jobs, step=args.step, encoder=args.encoder,
             ).fit(Y)
         sec = time.perf_counter() - t0

@@ -1,8 +1,9 @@
 """MNIST-5 with the unrolled solver at the paper's settings (m=500, T=100,
 lam=0.5; Adam, learning rate 1e-3, 30 epochs, batch 1024, clipping 1e-4,
-fixed step): accuracy and fit time. The initial atoms are fastkds's default
-(k-means++ seeding among the data points); ``--init random`` takes the
-paper's uniformly random data points.
+fixed step; ``fastkds.experiments.PAPER_SETTINGS["mnist5"]``): accuracy and
+fit time. The initial atoms are fastkds's default (k-means++ seeding among
+the data points); ``--init random`` takes the paper's uniformly random data
+points.
 
     python bench/mnist5_unrolled.py [--data ../shared/data/mnist] [--seeds 0 1 2] [--epochs 30] [--init random|exact]
         [--freeze-step] [--center] [--save DIR]
@@ -25,31 +26,40 @@ import warnings
 import numpy as np
 
 from fastkds import KDS, KDSClustering, clustering_accuracy, load_mnist
+from fastkds.experiments import PAPER_SETTINGS, find_data_dir
 from fastkds.metrics import matched_confusion
+
+PAPER = PAPER_SETTINGS["mnist5"]
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data", "mnist"))
+    ap.add_argument("--data", default=None, help="the mnist/ folder (default: mnist/ in the data folder of "
+                    "fastkds.experiments.find_data_dir)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
-    ap.add_argument("--epochs", type=int, default=30)
+    ap.add_argument("--epochs", type=int, default=PAPER.max_epochs)
     ap.add_argument("--init", default="k-means++", choices=["random", "k-means++", "exact"],
                     help="initial atoms; 'exact': the exact solver's dictionary (its fit time included)")
     ap.add_argument("--float32", action="store_true")
     ap.add_argument("--center", action="store_true", help="subtract the mean image first")
-    ap.add_argument("--batch-size", type=int, default=1024)
+    ap.add_argument("--batch-size", type=int, default=PAPER.training["batch_size"])
     ap.add_argument("--freeze-step", action="store_true",
                     help="hold the step at its initial value, as the paper's code does with a fixed step")
     ap.add_argument("--save", default=None, help="folder for each seed's dictionary and codes")
     args = ap.parse_args()
+    if args.data is None:
+        data_dir = find_data_dir()
+        if data_dir is None:
+            ap.error("no data folder: give --data DIR (the mnist/ folder) or set FASTKDS_DATA")
+        args.data = os.path.join(data_dir, "mnist")
     Y, y = load_mnist(args.data)
     if args.center:
         Y = Y - Y.mean(axis=0)
     if args.float32:
         Y = Y.astype("float32")
     print(
-        f"MNIST-5: n={Y.shape[0]}, d={Y.shape[1]}, k=5, m=500, T=100, lam=0.5, solver='unrolled', "
+        f"MNIST-5: n={Y.shape[0]}, d={Y.shape[1]}, k=5, m={PAPER.n_atoms}, T={PAPER.n_iter}, lam={PAPER.lam:g}, "
+        f"solver={PAPER.training['solver']!r}, "
         f"{args.epochs} epochs, batch {args.batch_size}, init {args.init}, {Y.dtype}"
         + (", centred" if args.center else "")
     )
@@ -60,10 +70,11 @@ def main():
         if init == "exact":  # warm start: the exact solver's dictionary, fine-tuned by the unrolled training
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # ConvergenceWarning at max_epochs
-                init = KDS(500, lam=0.5, n_iter=100, random_state=seed).fit(Y).components_
+                init = KDS(PAPER.n_atoms, lam=PAPER.lam, n_iter=PAPER.n_iter, random_state=seed).fit(Y).components_
+        training = dict(PAPER.training, batch_size=args.batch_size, init=init)
         model = KDSClustering(
-            5, n_atoms=500, lam=0.5, n_iter=100, solver="unrolled", max_epochs=args.epochs, batch_size=args.batch_size,
-            init=init, random_state=seed, freeze_step=args.freeze_step,
+            5, n_atoms=PAPER.n_atoms, lam=PAPER.lam, n_iter=PAPER.n_iter, max_epochs=args.epochs, random_state=seed,
+            freeze_step=args.freeze_step, **training,
         ).fit(Y)
         sec = time.perf_counter() - t0
         t = model.timings_

@@ -16,18 +16,22 @@ import warnings
 import numpy as np
 
 from fastkds import KDSClustering, clustering_accuracy, make_moons
+from fastkds.experiments import PAPER_SETTINGS
 from fastkds.experiments import moons_bayes_labels as bayes_labels  # the generating model's classifier
+
+PAPER = PAPER_SETTINGS["moons"]
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=5000)
+    ap.add_argument("--n", type=int, default=PAPER.n_samples)
     ap.add_argument("--seeds", type=int, default=10)
-    ap.add_argument("--n-iter", type=int, default=15, help="encoder iterations T (the paper: 15)")
+    ap.add_argument("--n-iter", type=int, default=PAPER.n_iter,
+                    help=f"encoder iterations T (the paper: {PAPER.n_iter})")
     ap.add_argument("--step", default="paper", choices=["paper", "centred"],
                     help="the encoder's step (default the paper's; fastkds's default is centred)")
     args = ap.parse_args()
-    print(f"noisy moons n={args.n:,}, m=24, T={args.n_iter}, lam=5")
+    print(f"noisy moons n={args.n:,}, m={PAPER.n_atoms}, T={args.n_iter}, lam={PAPER.lam:g}")
     print(f"{'seed':>4} {'fastkds':>8} {'Bayes':>8} {'fit s':>7}")
     ours, best = [], []
     for seed in range(args.seeds):
@@ -36,7 +40,7 @@ def main():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model = KDSClustering(
-                2, n_atoms=24, lam=5.0, n_iter=args.n_iter, step=args.step, random_state=seed
+                2, n_atoms=PAPER.n_atoms, lam=PAPER.lam, n_iter=args.n_iter, step=args.step, random_state=seed
             ).fit(Y)
         sec = time.perf_counter() - t0
         ours.append(clustering_accuracy(y, model.labels_))

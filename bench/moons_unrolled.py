@@ -4,9 +4,10 @@
     python bench/moons_unrolled.py [--seeds 10] [--epochs 500 1000] [--fixed-step] [--init k-means++]
                                    [--n 10000] [--n-iter 15] [--compare-exact]
 
-The paper's moons run: n=5000, m=24, T=15, lam=5, Adam with learning rate
-1e-3, batch 10000 (the whole set), gradient clipping 1e-4, a trainable
-encoder step, atoms initialised at random data points, 1000 epochs. The
+The paper's moons run (``fastkds.experiments.PAPER_SETTINGS["moons"]``):
+n=5000, m=24, T=15, lam=5, Adam with learning rate 1e-3, batch 10000 (the
+whole set), gradient clipping 1e-4, a trainable encoder step, atoms
+initialised at random data points, 1000 epochs. The
 original implementation's trainable step grew until the codes were 1-sparse
 and accuracy fell between epochs 500 and 1000; fastkds bounds the step
 (docs/unrolled.md), and this script shows accuracy at both lengths.
@@ -19,18 +20,22 @@ objective's minimum clusters worse.
 """
 
 import argparse
-import os
-import sys
 import time
 import warnings
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from moons_accuracy import bayes_labels  # noqa: E402
+from fastkds import KDSClustering, clustering_accuracy, make_moons
+from fastkds.experiments import PAPER_SETTINGS
+from fastkds.experiments import moons_bayes_labels as bayes_labels  # the generating model's classifier
+from fastkds.unrolled import STEP_BOUND, loss_and_gradient
 
-from fastkds import KDSClustering, clustering_accuracy, make_moons  # noqa: E402
-from fastkds.unrolled import STEP_BOUND, loss_and_gradient  # noqa: E402
+PAPER = PAPER_SETTINGS["moons"]
+
+
+def _exp(x):
+    """A power of ten as the paper writes it: 1e-3."""
+    return f"{x:.0e}".replace("e-0", "e-")
 
 
 def unrolled_loss(Y, W, lam, n_iter):
@@ -41,20 +46,23 @@ def unrolled_loss(Y, W, lam, n_iter):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=5000)
+    ap.add_argument("--n", type=int, default=PAPER.n_samples)
     ap.add_argument("--seeds", type=int, default=10)
-    ap.add_argument("--epochs", type=int, nargs="+", default=[500, 1000])
-    ap.add_argument("--n-iter", type=int, default=15, help="encoder iterations T (the paper: 15)")
+    ap.add_argument("--epochs", type=int, nargs="+", default=[PAPER.max_epochs // 2, PAPER.max_epochs])
+    ap.add_argument("--n-iter", type=int, default=PAPER.n_iter,
+                    help=f"encoder iterations T (the paper: {PAPER.n_iter})")
     ap.add_argument("--fixed-step", action="store_true", help="step 1/sigma_max(W)^2 instead of a trained one")
-    ap.add_argument("--init", default="random", choices=["random", "k-means++"],
+    ap.add_argument("--init", default=PAPER.training["init"], choices=["random", "k-means++"],
                     help="initial atoms: the paper's random data points (default) or fastkds's default")
     ap.add_argument("--compare-exact", action="store_true",
                     help="also fit the exact solver, and print both dictionaries' unrolled loss and gradient norm")
     args = ap.parse_args()
-    train_step = not args.fixed_step
+    train_step = PAPER.training["train_step"] and not args.fixed_step
+    training = dict(PAPER.training, train_step=train_step, init=args.init)
     print(
-        f"noisy moons n={args.n:,}, m=24, T={args.n_iter}, lam=5, solver='unrolled', batch 10000, lr 1e-3, "
-        f"clip 1e-4, init {args.init}, {'trainable (bounded)' if train_step else 'fixed'} step"
+        f"noisy moons n={args.n:,}, m={PAPER.n_atoms}, T={args.n_iter}, lam={PAPER.lam:g}, "
+        f"solver={training['solver']!r}, batch {training['batch_size']}, lr {_exp(training['learning_rate'])}, "
+        f"clip {_exp(training['clip_norm'])}, init {args.init}, {'trainable (bounded)' if train_step else 'fixed'} step"
     )
     head = " ".join(f"{f'acc@{e}':>9} {'step':>7} {'fit s':>6}" for e in args.epochs)
     if args.compare_exact:
@@ -71,8 +79,8 @@ def main():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 model = KDSClustering(
-                    2, n_atoms=24, lam=5.0, n_iter=args.n_iter, solver="unrolled", max_epochs=e, batch_size=10000,
-                    learning_rate=1e-3, clip_norm=1e-4, train_step=train_step, init=args.init, random_state=seed,
+                    2, n_atoms=PAPER.n_atoms, lam=PAPER.lam, n_iter=args.n_iter, max_epochs=e, random_state=seed,
+                    **training,
                 ).fit(Y)
             sec = time.perf_counter() - t0
             acc[e].append(clustering_accuracy(y, model.labels_))
@@ -82,7 +90,7 @@ def main():
         if args.compare_exact:  # the last length's dictionary against the exact solver's
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                ref = KDSClustering(2, n_atoms=24, lam=5.0, n_iter=args.n_iter, init=args.init,
+                ref = KDSClustering(2, n_atoms=PAPER.n_atoms, lam=PAPER.lam, n_iter=args.n_iter, init=args.init,
                                     random_state=seed).fit(Y)
             exact.append(clustering_accuracy(y, ref.labels_))
             f, g = unrolled_loss(Y, model.components_, model.lam, args.n_iter)

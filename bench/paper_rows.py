@@ -7,9 +7,10 @@ accuracy over seeds, one setting for all seeds.
         [--n-estimators R [--n-jobs J]]
 
 The training settings default to the paper's (supplement, "Optimal network
-parameters", and its code): Yale B m=64, T=50, lam=0.1, Adam lr 1e-4, 15
-epochs, batch 1, fixed step; Salinas-A m=25, T=100, lam=1, lr 1e-4, 50
-epochs, batch 128, trained step; random data points as the initial atoms.
+parameters", and its code; ``fastkds.experiments.PAPER_SETTINGS``): Yale B
+m=64, T=50, lam=0.1, Adam lr 1e-4, 15 epochs, batch 1, fixed step;
+Salinas-A m=25, T=100, lam=1, lr 1e-4, 50 epochs, batch 128, trained step;
+random data points as the initial atoms.
 The preprocessing defaults to the one ``fastkds paper`` uses: Yale B unit
 norm (the paper's P3, as its code), but Salinas-A standardised bands (P2),
 which is not the paper's: its code scales the cube globally to [0, 1], and
@@ -53,14 +54,20 @@ import numpy as np
 from fastkds import KDS, KDSClustering, clustering_accuracy, datasets
 from fastkds import KDSEnsembleClustering
 from fastkds.metrics import matched_confusion
-from fastkds.experiments import preprocess
+from fastkds.experiments import PAPER_SETTINGS, experiments, find_data_dir, preprocess
 
-SETTINGS = {
-    "yaleb": dict(k=2, n_atoms=64, n_iter=50, lam=0.1, lr=1e-4, max_epochs=15, batch_size=1, train_step=False,
-                  prep="unit_norm"),
-    "salinas": dict(k=6, n_atoms=25, n_iter=100, lam=1.0, lr=1e-4, max_epochs=50, batch_size=128, train_step=True,
-                    prep="standardize"),
-}
+
+def _settings(name):
+    """The paper's settings of one data set, with the class count and the
+    preprocessing of its row in ``fastkds paper``."""
+    paper, row = PAPER_SETTINGS[name], {e.name: e for e in experiments()}[name]
+    return dict(k=row.k, n_atoms=paper.n_atoms, n_iter=paper.n_iter, lam=paper.lam,
+                lr=paper.training["learning_rate"], max_epochs=paper.max_epochs,
+                batch_size=paper.training["batch_size"], train_step=paper.training["train_step"],
+                prep=row.preprocess)
+
+
+SETTINGS = {name: _settings(name) for name in ("yaleb", "salinas")}
 
 
 def reference_labels(model, Y, k, seed):
@@ -78,11 +85,10 @@ def reference_labels(model, Y, k, seed):
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    data = os.path.join(here, "..", "..", "shared", "data")
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dataset", choices=sorted(SETTINGS))
-    ap.add_argument("--data", default=data, help="folder holding yaleb/ and salinasA/")
+    ap.add_argument("--data", default=None, help="folder holding yaleb/ and salinasA/ (default: "
+                    "$FASTKDS_DATA, else shared/data beside the current directory or the checkout)")
     ap.add_argument("--prep", default=None, choices=["minmax", "standardize", "unit_norm", "none"])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--first-seed", type=int, default=0)
@@ -112,10 +118,13 @@ def main():
     s = dict(SETTINGS[args.dataset])
     s.update({key: getattr(args, key) for key in ("n_atoms", "lam", "lr") if getattr(args, key) is not None})
     prep = args.prep or s["prep"]
+    data = find_data_dir(args.data)
+    if data is None:
+        ap.error("no data folder: give --data DIR or set FASTKDS_DATA")
     if args.dataset == "yaleb":
-        Y, y = datasets.load_yaleb(os.path.join(args.data, "yaleb"))
+        Y, y = datasets.load_yaleb(os.path.join(data, "yaleb"))
     else:
-        Y, y = datasets.load_salinas_a(os.path.join(args.data, "salinasA"), labelled_only=not args.all_pixels,
+        Y, y = datasets.load_salinas_a(os.path.join(data, "salinasA"), labelled_only=not args.all_pixels,
                                         drop_water_bands=args.drop_water_bands)
         if prep == "none":
             Y = Y / np.abs(Y).max()

@@ -13,33 +13,33 @@ from the streamed dictionary, then the embedding (two encoding passes).
 """
 
 import argparse
-import os
-import sys
 import time
 import warnings
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from moons_accuracy import bayes_labels  # noqa: E402
+from fastkds import KDS, KDSClustering, clustering_accuracy, make_moons
+from fastkds.experiments import PAPER_SETTINGS
+from fastkds.experiments import moons_bayes_labels as bayes_labels  # the generating model's classifier
 
-from fastkds import KDS, KDSClustering, clustering_accuracy, make_moons  # noqa: E402
+PAPER = PAPER_SETTINGS["moons"]  # its m and lam (the demo's too)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--chunks", type=int, default=100)
     ap.add_argument("--chunk-size", type=int, default=10000)
-    ap.add_argument("--n-iter", type=int, default=30, help="encoder iterations T (the demo's 30; the paper's 15)")
+    ap.add_argument("--n-iter", type=int, default=30,
+                    help=f"encoder iterations T (the demo's 30; the paper's {PAPER.n_iter})")
     ap.add_argument("--solver", default="exact", choices=["exact", "unrolled"])
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
     T = args.n_iter
-    params = dict(n_atoms=24, lam=5.0, n_iter=T, random_state=args.seed)
+    params = dict(n_atoms=PAPER.n_atoms, lam=PAPER.lam, n_iter=T, random_state=args.seed)
     extra = dict(solver="unrolled", batch_size=10000, train_step=True) if args.solver == "unrolled" else {}
     n = args.chunks * args.chunk_size
-    print(f"noisy moons stream: {args.chunks} chunks x {args.chunk_size:,} = {n:,} points, m=24, T={T}, lam=5, "
-          f"solver={args.solver!r}")
+    print(f"noisy moons stream: {args.chunks} chunks x {args.chunk_size:,} = {n:,} points, m={PAPER.n_atoms}, T={T}, "
+          f"lam={PAPER.lam:g}, solver={args.solver!r}")
 
     def chunk(i):
         return make_moons(args.chunk_size, random_state=10_000 * args.seed + i)

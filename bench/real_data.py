@@ -36,6 +36,7 @@ then says so in its header and is no longer the defaults' table.
 import argparse
 import ast
 import datetime
+import functools
 import multiprocessing
 import os
 import platform
@@ -46,37 +47,12 @@ import warnings
 import numpy as np
 
 from fastkds import KDSClustering, clustering_accuracy, datasets
-from fastkds.experiments import find_data_dir, preprocess
+from fastkds.experiments import DATA_SETS, find_data_dir, load_data_set
 
 #: (name, title, loader): a loader takes (data_dir, seed) and returns (Y, labels).
-ROWS = [
-    ("mnist10", "MNIST t10k, 10 digits",
-     lambda d, s: datasets.load_mnist(_need(d, "mnist"), digits=tuple(range(10)))),
-    ("mnist5", "MNIST-5", lambda d, s: datasets.load_mnist(_need(d, "mnist"))),
-    ("yaleb", "Yale B, 2 faces", lambda d, s: _prep(datasets.load_yaleb(_need(d, "yaleb")), "unit_norm")),
-    ("salinas", "Salinas-A", lambda d, s: _prep(datasets.load_salinas_a(_need(d, "salinasA")), "standardize")),
-    ("moons", "noisy moons", lambda d, s: datasets.make_moons(5000, random_state=s)),
-    ("moons1m", "noisy moons, 10^6", lambda d, s: datasets.make_moons(1_000_000, random_state=s)),
-    ("circles", "circles, delta 0.1", lambda d, s: datasets.make_circles(6000, 0.1, random_state=s)),
-    ("curves", "curves, d=100", lambda d, s: datasets.make_curves(random_state=s)),
-    ("spheres", "nested spheres, d=60", lambda d, s: datasets.make_nested_spheres(random_state=s)),
-]
+ROWS = [(name, title, functools.partial(load_data_set, name)) for name, title in DATA_SETS]
 
 NEIGHBOURS = (5, 10, 20)
-
-
-def _need(data_dir, sub):
-    if data_dir is None:
-        raise FileNotFoundError("no data folder (give --data DIR or set FASTKDS_DATA)")
-    path = os.path.join(data_dir, sub)
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"{path} not found")
-    return path
-
-
-def _prep(data, how):
-    Y, y = data
-    return preprocess(Y, how), y
 
 
 def _quick(Y, y, n=600):

@@ -2,8 +2,10 @@
 
     python bench/throughput.py [--n 1000000] [--dataset moons|mnist]
 
-moons: d=2, m=24, T=15, lam=5 (the paper's settings); mnist: MNIST-5 from
-../shared/data/mnist, m=500, T=100, lam=0.5. Prints points/s for fastkds
+moons: d=2, m=24, T=15, lam=5 (the paper's settings,
+``fastkds.experiments.PAPER_SETTINGS``); mnist: MNIST-5 from the data folder
+(``--data``, else ``fastkds.experiments.find_data_dir``), m=500, T=100,
+lam=0.5. Prints points/s for fastkds
 (float64, float32) and for the oracle in the same dtype, and their ratio.
 Both are timed the same way, the best of ``--repeat`` calls; compilation
 excluded. ``--oracle-repeat 1`` shortens a long run (the ratio then says so).
@@ -16,6 +18,7 @@ import time
 import numpy as np
 
 from fastkds import _naive, load_mnist, make_moons, sparse_encode
+from fastkds.experiments import PAPER_SETTINGS, find_data_dir
 
 
 def best_of(fn, repeat):
@@ -38,15 +41,18 @@ def main():
     ap.add_argument("--step", default="paper", choices=["paper", "centred"],
                     help="the encoder's step (default the paper's, as the README's figures; "
                     "fastkds's default is centred)")
-    ap.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data"))
+    ap.add_argument("--data", default=None, help="folder holding mnist/ (default: fastkds.experiments.find_data_dir)")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     if args.dataset == "moons":
         Y, _ = make_moons(args.n, random_state=0)
-        m, T, lam = 24, 15, 5.0
     else:
-        Y, _ = load_mnist(os.path.join(args.data, "mnist"))
-        m, T, lam = 500, 100, 0.5
+        data_dir = find_data_dir(args.data)
+        if data_dir is None:
+            ap.error("no data folder: give --data DIR (holding mnist/) or set FASTKDS_DATA")
+        Y, _ = load_mnist(os.path.join(data_dir, "mnist"))
+    paper = PAPER_SETTINGS["moons" if args.dataset == "moons" else "mnist5"]
+    m, T, lam = paper.n_atoms, paper.n_iter, paper.lam
     W = Y[rng.choice(Y.shape[0], m, replace=False)]
     n = Y.shape[0]
     print(f"{args.dataset}: n={n:,} d={Y.shape[1]} m={m} T={T} lam={lam}")

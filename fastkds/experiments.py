@@ -31,9 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
-# datasets and metrics load scikit-learn: imported where used, so that the
-# command line can build its parser (which holds this module's options)
-# without a second of imports
+# plotting imports only NumPy (matplotlib when a figure is drawn). datasets
+# and metrics load scikit-learn: imported where used, so that the command
+# line can build its parser (which holds this module's options) without a
+# second of imports
+from . import plotting
 
 #: The paper's table (accuracy of KDS, of the best other method it reports,
 #: and of k-means), Tasissa et al., Table "Clustering accuracies".
@@ -116,18 +118,46 @@ class CirclesGrid:
     chosen_on: range = range(0)
 
 
-#: The paper's training of the dictionary for Yale B and Salinas-A: the
-#: unrolled solver, Adam, random data points as the initial atoms (the
-#: paper's supplement, table "Optimal network parameters", and its code:
-#: fixed step for Yale B, trained step for Salinas-A).
-_YALEB_TRAINING = dict(solver="unrolled", learning_rate=1e-4, batch_size=1, init="random", train_step=False)
-_SALINAS_TRAINING = dict(solver="unrolled", learning_rate=1e-4, batch_size=128, init="random", train_step=True)
+@dataclass(frozen=True)
+class PaperSettings:
+    """One data set's settings in the paper (its supplement, table "Optimal
+    network parameters", and its released code).
 
-#: Adam's learning rate is a step in the atoms' own units: the paper's 1e-4
-#: is for the cube its code scales globally to [0, 1], where the atoms move
-#: little in 50 epochs on standardised bands. 2e-3 was chosen by accuracy
-#: among several rates (docs/experiments.md), so its row is reported on
-#: seeds that choice did not see.
+    The rows of :func:`experiments` and the scripts of ``bench/`` take the
+    paper's settings from :data:`PAPER_SETTINGS`, so each is written once.
+    """
+
+    n_atoms: int  # atoms m
+    n_iter: int  # encoder steps T
+    lam: float
+    max_epochs: int  # epochs of its unrolled training
+    training: dict  # the other KDS parameters of that training (solver, Adam, batches, initial atoms, step)
+    n_samples: int = 0  # points drawn, for generated data
+
+
+#: The paper's settings per data set. Its training of the dictionary is the
+#: unrolled solver with Adam from random data points as the initial atoms;
+#: the step is trained for the moons and Salinas-A, fixed for MNIST-5 and
+#: Yale B (as its code does).
+PAPER_SETTINGS = {
+    "moons": PaperSettings(24, 15, 5.0, 1000, dict(solver="unrolled", learning_rate=1e-3, batch_size=10000,
+                                                   clip_norm=1e-4, train_step=True, init="random"), n_samples=5000),
+    "mnist5": PaperSettings(500, 100, 0.5, 30, dict(solver="unrolled", learning_rate=1e-3, batch_size=1024,
+                                                    clip_norm=1e-4, train_step=False, init="random")),
+    "yaleb": PaperSettings(64, 50, 0.1, 15, dict(solver="unrolled", learning_rate=1e-4, batch_size=1, init="random",
+                                                 train_step=False)),
+    "salinas": PaperSettings(25, 100, 1.0, 50, dict(solver="unrolled", learning_rate=1e-4, batch_size=128,
+                                                    init="random", train_step=True)),
+}
+_YALEB_TRAINING = PAPER_SETTINGS["yaleb"].training
+_SALINAS_TRAINING = PAPER_SETTINGS["salinas"].training
+
+#: Adam's learning rate is a step in the atoms' own units. The paper's 1e-4
+#: goes with its code's data, the cube scaled globally to [0, 1], where a
+#: band's spread is 0.052; on standardised bands (spread 1) the same step is
+#: about 1e-4 / 0.052 = 2e-3. The rate is a setting chosen on the labels
+#: (its row's ``chosen``), so the row runs on seeds that choice did not see
+#: (docs/experiments.md, "Salinas-A, lr 2e-3").
 _SALINAS_TRAINING_SCALED = dict(_SALINAS_TRAINING, learning_rate=2e-3)
 
 
@@ -159,9 +189,11 @@ def experiments(quick=False):
         ]
     # Each row with a setting chosen by looking at accuracy runs on seeds that
     # choice did not see (first_seed), and its ``chosen`` note says so.
+    p_moons, p_mnist, p_yaleb, p_salinas = (PAPER_SETTINGS[k] for k in ("moons", "mnist5", "yaleb", "salinas"))
     return [
         moons := Experiment(
-            "moons", "noisy moons", 2, 24, 5.0, 30, 10, n_samples=5000, paper_n=5000, first_seed=10,
+            "moons", "noisy moons", 2, p_moons.n_atoms, p_moons.lam, 30, 10, n_samples=p_moons.n_samples,
+            paper_n=p_moons.n_samples, first_seed=10,
             note="T=30, not the paper's 15: at T=15 the codes stay blurred near the tips "
             "of the moons (README); the Bayes column is the ceiling",
             chosen="T=30", chosen_on=range(10),
@@ -172,14 +204,16 @@ def experiments(quick=False):
             "where the Bayes classifier scores >= 0.999 on every seed; otherwise as the row above",
         ),
         Experiment(
-            "mnist5", "MNIST-5", 5, 500, 0.5, 100, 5, subdir="mnist", paper_n=5000, first_seed=5,
+            "mnist5", "MNIST-5", 5, p_mnist.n_atoms, p_mnist.lam, p_mnist.n_iter, 5, subdir="mnist", paper_n=5000,
+            first_seed=5,
             note="the 4958 test-split images (the paper's code: all 35,037 of MNIST); localised modes "
             "of the code graph do not count towards the 5 eigenvectors (min_component, docs/unrolled.md)",
             chosen="the spectral step's rule for localised modes", chosen_on=range(5),
         ),
         yaleb := Experiment(
-            "yaleb", "Yale B, 2 faces", 2, 64, 0.1, 50, 10, max_epochs=15, subdir="yaleb", paper_n=128,
-            preprocess="unit_norm", options=_YALEB_TRAINING, first_seed=10,
+            "yaleb", "Yale B, 2 faces", 2, p_yaleb.n_atoms, p_yaleb.lam, p_yaleb.n_iter, 10,
+            max_epochs=p_yaleb.max_epochs, subdir="yaleb", paper_n=128, preprocess="unit_norm",
+            options=p_yaleb.training, first_seed=10,
             note="the paper's training (unrolled solver, Adam lr 1e-4, 15 epochs, batch 1, random "
             "initial atoms, fixed step) on images scaled to unit norm (the paper's P3, as in its code)",
             chosen="the spectral step's five-point floor on a cluster", chosen_on=range(10),
@@ -192,8 +226,9 @@ def experiments(quick=False):
             chosen="ten dictionaries (rather than five), the five-point floor", chosen_on=range(10),
         ),
         salinas := Experiment(
-            "salinas", "Salinas-A", 6, 25, 1.0, 100, 40, max_epochs=50, subdir="salinasA", paper_n=7138,
-            preprocess="standardize", options=_SALINAS_TRAINING, first_seed=40,
+            "salinas", "Salinas-A", 6, p_salinas.n_atoms, p_salinas.lam, p_salinas.n_iter, 40,
+            max_epochs=p_salinas.max_epochs, subdir="salinasA", paper_n=7138, preprocess="standardize",
+            options=p_salinas.training, first_seed=40,
             note="the paper's training (unrolled solver, Adam lr 1e-4, 50 epochs, batch 128, random "
             "initial atoms, trained step) on bands standardised (the paper's P2); the 5348 labelled "
             "pixels, as the paper's code (its text: n=7138, the whole image). 40 seeds: the partition "
@@ -236,14 +271,16 @@ def circles_grid(quick=False, seeds=None):
     CirclesGrid
     """
     if quick:
-        # 1000 points, lam=2: at m=24 the code graph has exactly two pieces, the
-        # two circles (delta=0.5, seeds 0-5). On 300 points with m=12 and lam=5
-        # it fell into 3-7 pieces, and which two clusters k-means found hung on
-        # rounding in the eigenvectors of the repeated eigenvalue 1.
+        # Small, yet at delta=0.5 the code graph must fall into exactly two
+        # pieces, the two circles: in more pieces, which two clusters k-means
+        # finds hangs on rounding in the eigenvectors of the repeated
+        # eigenvalue 1. 1000 points with lam=2 and m=24 give two pieces
+        # (docs/experiments.md, "The quick circles grid").
         return CirclesGrid((6, 24), (0.2, 0.5), 1000, 2.0, 30, seeds or 1)
-    # lam=50, T=100: sharp, local codes. With the moons' lam=5, T=30 the codes
-    # of one circle reach the atoms of the other and the dictionary step pulls
-    # every atom between the circles.
+    # lam=50, T=100: the circles need sharp, local codes. With softer codes
+    # (the moons' lam=5, T=30) the codes of one circle reach the atoms of the
+    # other and the dictionary step pulls every atom between the circles
+    # (docs/experiments.md, "Concentric circles").
     return CirclesGrid(
         (10, 25, 50, 100, 150, 200, 300),
         (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8),
@@ -308,6 +345,83 @@ def _load(exp, data_dir, seed, quick):
         keep = np.sort(np.random.default_rng(0).choice(Y.shape[0], min(Y.shape[0], 24 if exp.subdir == "yaleb" else 300), replace=False))
         Y, y = Y[keep], y[keep]
     return Y, y
+
+
+#: Every real and generated set the project measures on, as (name, title)
+#: pairs: the paper's (with its preprocessings, as in :func:`experiments`),
+#: all ten MNIST digits, a million moons, and two high-dimensional manifold
+#: sets. :func:`load_data_set` reads or draws one.
+DATA_SETS = (
+    ("mnist10", "MNIST t10k, 10 digits"),
+    ("mnist5", "MNIST-5"),
+    ("yaleb", "Yale B, 2 faces"),
+    ("salinas", "Salinas-A"),
+    ("moons", "noisy moons"),
+    ("moons1m", "noisy moons, 10^6"),
+    ("circles", "circles, delta 0.1"),
+    ("curves", "curves, d=100"),
+    ("spheres", "nested spheres, d=60"),
+)
+
+
+def _need(data_dir, sub):
+    if data_dir is None:
+        raise FileNotFoundError("no data folder (give --data DIR or set FASTKDS_DATA)")
+    path = os.path.join(data_dir, sub)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"{path} not found")
+    return path
+
+
+def load_data_set(name, data_dir, seed=0):
+    """(Y, labels) of one of :data:`DATA_SETS`.
+
+    Parameters
+    ----------
+    name : str
+        A name of :data:`DATA_SETS`.
+    data_dir : str, path-like or None
+        Folder holding ``mnist/``, ``yaleb/`` and ``salinasA/`` (see
+        :func:`find_data_dir`); unused by the generated sets.
+    seed : int, default=0
+        Draws the generated sets (the files are the same for every seed).
+
+    Returns
+    -------
+    Y : ndarray of shape (n, d)
+        Yale B rows scaled to unit norm and Salinas-A bands standardised,
+        as in the paper's rows of :func:`experiments`.
+    labels : ndarray of shape (n,)
+
+    Raises
+    ------
+    FileNotFoundError
+        When the data folder, or the set's folder in it, is absent.
+    """
+    from . import datasets
+
+    rows = {e.name: e for e in experiments()}
+    if name == "mnist10":
+        return datasets.load_mnist(_need(data_dir, "mnist"), digits=tuple(range(10)))
+    if name == "mnist5":
+        return datasets.load_mnist(_need(data_dir, "mnist"))
+    if name == "yaleb":
+        Y, y = datasets.load_yaleb(_need(data_dir, "yaleb"))
+        return preprocess(Y, rows["yaleb"].preprocess), y
+    if name == "salinas":
+        Y, y = datasets.load_salinas_a(_need(data_dir, "salinasA"))
+        return preprocess(Y, rows["salinas"].preprocess), y
+    if name == "moons":
+        return datasets.make_moons(PAPER_SETTINGS["moons"].n_samples, random_state=seed)
+    if name == "moons1m":
+        return datasets.make_moons(1_000_000, random_state=seed)
+    if name == "circles":
+        return datasets.make_circles(circles_grid().n_samples, 0.1, random_state=seed)
+    if name == "curves":
+        return datasets.make_curves(random_state=seed)
+    if name == "spheres":
+        return datasets.make_nested_spheres(random_state=seed)
+    raise ValueError(f"unknown data set {name!r}; one of {[n for n, _ in DATA_SETS]}")
 
 
 #: The paper's three preprocessings (supplement, "Pre-processing of data"):
@@ -501,6 +615,80 @@ def run_circles(grid, *, log=None):
     return grid
 
 
+# -- figures -------------------------------------------------------------------------
+
+
+def _save(ax, directory, name):
+    path = os.path.join(directory, name)
+    ax.figure.savefig(path, dpi=100)
+    return path
+
+
+def paper_figures(rows, grid, directory, *, quick=False):
+    """Write the figures of an experiments run (PNG files, with the helpers
+    of :mod:`fastkds.plotting`).
+
+    The figures are drawn outside pyplot's state, so a run writing many
+    files keeps none of them open.
+
+    Parameters
+    ----------
+    rows : list of Row
+        Rows whose seed-0 models are drawn (moons atoms, MNIST atoms and the
+        MNIST spectral embedding, or the first other fitted row's embedding).
+    grid : CirclesGrid or None
+        Its heat map is drawn, and one circles fit (delta = 0.15, as in the
+        paper's figure) for the atoms.
+    directory : str or path-like
+        Created if needed.
+    quick : bool, default=False
+        Fit the circles figure on few points.
+
+    Returns
+    -------
+    list of str
+        Paths written.
+    """
+    from .datasets import make_circles
+
+    plotting.require_matplotlib()
+    figure = plotting._figure
+    directory = os.fspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    written = []
+    by_name = {r.exp.name: r for r in rows if r.model is not None}
+    if "moons" in by_name:
+        r = by_name["moons"]
+        Y, y = r.data
+        written.append(_save(plotting.plot_atoms_2d(
+            Y, y, r.model.components_, ax=figure((4.2, 3.6)).add_subplot(),
+            title=f"noisy moons: {r.exp.n_atoms} learned atoms (n={len(Y)})"), directory, "moons_atoms.png"))
+    if grid is not None and grid.accuracy is not None:
+        written.append(_save(plotting.plot_heatmap(
+            grid.n_atoms, grid.deltas, grid.accuracy.mean(axis=2), ax=figure((5.0, 3.8)).add_subplot(),
+            title=f"concentric circles: KDS accuracy (n={grid.n_samples})"), directory, "circles_heatmap.png"))
+        m = 12 if quick else 100
+        Y, y = make_circles(300 if quick else grid.n_samples, 0.15, random_state=0)
+        model, _ = _fit_kds(Y, 2, m, grid.lam, grid.n_iter, 100, 0)
+        written.append(_save(plotting.plot_atoms_2d(
+            Y, y, model.components_, ax=figure((4.2, 3.6)).add_subplot(),
+            title=f"concentric circles, delta=0.15: {m} learned atoms"),
+            directory, "circles_atoms.png"))
+    if "mnist5" in by_name:
+        r = by_name["mnist5"]
+        title = f"MNIST-5: {min(100, r.exp.n_atoms)} of the {r.exp.n_atoms} learned atoms"
+        n_rows, n_cols = plotting._atom_grid_shape(len(r.model.components_), 10, None)
+        written.append(_save(plotting.plot_atom_grid(
+            r.model.components_, (28, 28), ax=figure(plotting._atom_grid_size(n_rows, n_cols, title)).add_subplot(),
+            n_cols=n_cols, n_rows=n_rows, title=title), directory, "mnist_atoms.png"))
+    embedded = by_name.get("mnist5") or next(iter(by_name.values()), None)
+    if embedded is not None:
+        written.append(_save(plotting.plot_embedding(
+            embedded.model.embedding_, embedded.data[1], ax=figure((4.4, 3.8)).add_subplot(),
+            title=f"{embedded.exp.title}: spectral embedding of the codes"), directory, "embedding.png"))
+    return written
+
+
 # -- printing ----------------------------------------------------------------------
 
 
@@ -675,9 +863,7 @@ def run(args, out=None):
     if args.first_seed is not None and args.first_seed < 0:
         raise ValueError(f"--first-seed must be >= 0, got {args.first_seed}")
     if args.figures is not None:
-        from .plotting import require_matplotlib
-
-        require_matplotlib()  # fail before the long run, not after it
+        plotting.require_matplotlib()  # fail before the long run, not after it
     only = set(args.only or NAMES)
     data_dir = find_data_dir(args.data)
     log(f"fastkds paper: data folder {data_dir if data_dir is not None else '(none found)'}"
@@ -714,8 +900,6 @@ def run(args, out=None):
     if notes:
         log("\n" + "\n".join(notes))
     if args.figures is not None:
-        from .plotting import paper_figures
-
         for path in paper_figures(rows, grid, args.figures, quick=args.quick):
             log(f"wrote {path}")
     return rows, grid

@@ -1,5 +1,5 @@
-"""Plotting helpers for fitted models and the paper's figures (matplotlib,
-the optional ``plot`` extra).
+"""Plotting helpers for fitted models (matplotlib, the optional ``plot``
+extra).
 
 Each ``plot_*`` helper draws on the Axes given as ``ax=`` and returns it, as
 seaborn's and scikit-learn's helpers do, so figures with several panels are
@@ -11,15 +11,14 @@ built the usual way::
 
 Without ``ax`` a helper opens a new figure through :mod:`matplotlib.pyplot`
 (so ``plt.show()``, ``ax.figure.show()`` and notebooks display it) and
-returns its Axes. No helper calls ``plt.show()``. :func:`paper_figures`
-draws on figures outside pyplot's state, so a run writing many files keeps
-none of them open.
+returns its Axes. No helper calls ``plt.show()``. The paper's figures are
+drawn with these helpers by :func:`fastkds.experiments.paper_figures`, on
+figures outside pyplot's state, so a run writing many files keeps none of
+them open.
 
 matplotlib is imported only when a figure is drawn; without it every
 function raises an ImportError that names the extra to install.
 """
-
-import os
 
 import numpy as np
 
@@ -318,70 +317,3 @@ def plot_embedding(embedding, labels, *, ax=None, title=None, max_points=5000, r
     if title:
         ax.set_title(title, fontsize=10)
     return ax
-
-
-def _save(ax, directory, name):
-    path = os.path.join(directory, name)
-    ax.figure.savefig(path, dpi=100)
-    return path
-
-
-def paper_figures(rows, grid, directory, *, quick=False):
-    """Write the figures of an experiments run (:mod:`fastkds.experiments`).
-
-    Parameters
-    ----------
-    rows : list of fastkds.experiments.Row
-        Rows whose seed-0 models are drawn (moons atoms, MNIST atoms and the
-        MNIST spectral embedding, or the first other fitted row's embedding).
-    grid : fastkds.experiments.CirclesGrid or None
-        Its heat map is drawn, and one circles fit (delta = 0.15, as in the
-        paper's figure) for the atoms.
-    directory : str or path-like
-        Created if needed.
-    quick : bool, default=False
-        Fit the circles figure on few points.
-
-    Returns
-    -------
-    list of str
-        Paths written.
-    """
-    from .experiments import _fit_kds
-    from .datasets import make_circles
-
-    require_matplotlib()
-    directory = os.fspath(directory)
-    os.makedirs(directory, exist_ok=True)
-    written = []
-    by_name = {r.exp.name: r for r in rows if r.model is not None}
-    if "moons" in by_name:
-        r = by_name["moons"]
-        Y, y = r.data
-        written.append(_save(plot_atoms_2d(
-            Y, y, r.model.components_, ax=_figure((4.2, 3.6)).add_subplot(),
-            title=f"noisy moons: {r.exp.n_atoms} learned atoms (n={len(Y)})"), directory, "moons_atoms.png"))
-    if grid is not None and grid.accuracy is not None:
-        written.append(_save(plot_heatmap(
-            grid.n_atoms, grid.deltas, grid.accuracy.mean(axis=2), ax=_figure((5.0, 3.8)).add_subplot(),
-            title=f"concentric circles: KDS accuracy (n={grid.n_samples})"), directory, "circles_heatmap.png"))
-        m = 12 if quick else 100
-        Y, y = make_circles(300 if quick else grid.n_samples, 0.15, random_state=0)
-        model, _ = _fit_kds(Y, 2, m, grid.lam, grid.n_iter, 100, 0)
-        written.append(_save(plot_atoms_2d(
-            Y, y, model.components_, ax=_figure((4.2, 3.6)).add_subplot(),
-            title=f"concentric circles, delta=0.15: {m} learned atoms"),
-            directory, "circles_atoms.png"))
-    if "mnist5" in by_name:
-        r = by_name["mnist5"]
-        title = f"MNIST-5: {min(100, r.exp.n_atoms)} of the {r.exp.n_atoms} learned atoms"
-        n_rows, n_cols = _atom_grid_shape(len(r.model.components_), 10, None)
-        written.append(_save(plot_atom_grid(
-            r.model.components_, (28, 28), ax=_figure(_atom_grid_size(n_rows, n_cols, title)).add_subplot(),
-            n_cols=n_cols, n_rows=n_rows, title=title), directory, "mnist_atoms.png"))
-    embedded = by_name.get("mnist5") or next(iter(by_name.values()), None)
-    if embedded is not None:
-        written.append(_save(plot_embedding(
-            embedded.model.embedding_, embedded.data[1], ax=_figure((4.4, 3.8)).add_subplot(),
-            title=f"{embedded.exp.title}: spectral embedding of the codes"), directory, "embedding.png"))
-    return written

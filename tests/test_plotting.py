@@ -1,7 +1,8 @@
 """The plotting helpers (:mod:`fastkds.plotting`): each draws on the Axes it
 is given, or on a new pyplot figure, returns that Axes, never calls
-``plt.show()``; :func:`~fastkds.plotting.paper_figures` leaves no pyplot
-figure open. Agg backend throughout."""
+``plt.show()``; :func:`~fastkds.experiments.paper_figures`, which draws the
+paper's figures with them, leaves no pyplot figure open. Agg backend
+throughout."""
 
 import warnings
 from types import SimpleNamespace
@@ -13,7 +14,7 @@ matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from fastkds import plotting  # noqa: E402
+from fastkds import experiments, plotting  # noqa: E402
 
 RNG = np.random.default_rng(0)
 Y = RNG.normal(size=(300, 2))
@@ -136,7 +137,7 @@ def test_paper_figures_keep_no_pyplot_figure(tmp_path):
     before = plt.get_fignums()
     images = RNG.random((60, 28 * 28))
     rows = [row("moons", Y, LABELS, ATOMS), row("mnist5", images[:, :2], np.arange(60) % 5, images)]
-    paths = plotting.paper_figures(rows, None, tmp_path)
+    paths = experiments.paper_figures(rows, None, tmp_path)
     assert sorted(p.rsplit("/", 1)[-1] for p in paths) == ["embedding.png", "mnist_atoms.png", "moons_atoms.png"]
     assert all((tmp_path / p).read_bytes().startswith(b"\x89PNG") for p in paths)
     assert plt.get_fignums() == before
