@@ -62,7 +62,7 @@ _CLUSTERING_SCALARS = ("n_features_in_", "n_clusters_", "timings_")
 _ENSEMBLE_SCALARS = ("n_features_in_", "n_clusters_")
 _KMEANS_ARRAYS = ("cluster_centers_",)
 _KMEANS_SCALARS = ("inertia_", "n_iter_", "n_features_in_")
-_SPECTRUM_ARRAYS = ("eigenvalues", "eigenvectors", "used", "_inv_sqrt_s")
+_SPECTRUM_ARRAYS = ("eigenvalues", "eigenvectors", "used", "inv_sqrt_s")
 
 
 # -- writing -------------------------------------------------------------------
@@ -130,11 +130,11 @@ def _put_feature_names(entries, prefix, estimator):
 
 def _put_spectrum(entries, prefix, spectrum):
     for name in _SPECTRUM_ARRAYS:
-        _put_array(entries, prefix + name.lstrip("_"), getattr(spectrum, name))
+        _put_array(entries, prefix + name, getattr(spectrum, name))
     entries[f"{prefix}attributes"] = _to_json({"n_outlier_atoms": spectrum.n_outlier_atoms})
     _put_array(entries, f"{prefix}spread", spectrum.spread)
-    if spectrum._stand_in is not None:
-        out, nearest = spectrum._stand_in
+    if spectrum.stand_in is not None:
+        out, nearest = spectrum.stand_in
         _put_array(entries, f"{prefix}stand_in_out", out)
         _put_array(entries, f"{prefix}stand_in_nearest", nearest)
 
@@ -382,15 +382,15 @@ def _check_spectrum(spectrum, n_atoms, n_clusters):
     _require(r > 0, "spectrum_.used marks no atom")
     _check_array(spectrum.eigenvalues, "spectrum_.eigenvalues", _FLOAT64, (r,), finite=True)
     _check_array(spectrum.eigenvectors, "spectrum_.eigenvectors", _FLOAT64, (r, r), finite=True)
-    _check_array(spectrum._inv_sqrt_s, "spectrum_.inv_sqrt_s", _FLOAT64, (r,), finite=True)
-    _require(bool((spectrum._inv_sqrt_s > 0).all()), "spectrum_.inv_sqrt_s must be > 0")
+    _check_array(spectrum.inv_sqrt_s, "spectrum_.inv_sqrt_s", _FLOAT64, (r,), finite=True)
+    _require(bool((spectrum.inv_sqrt_s > 0).all()), "spectrum_.inv_sqrt_s must be > 0")
     _check_array(spectrum.spread, "spectrum_.spread", "b", (r,))
     _require(
         _check_count(spectrum.n_outlier_atoms, "spectrum_.n_outlier_atoms") <= n_atoms,
         f"spectrum_.n_outlier_atoms={spectrum.n_outlier_atoms} exceeds the {n_atoms} atoms",
     )
-    if spectrum._stand_in is not None:
-        out, nearest = spectrum._stand_in
+    if spectrum.stand_in is not None:
+        out, nearest = spectrum.stand_in
         _check_array(out, "spectrum_.stand_in_out", "iu", (None,))
         _check_array(nearest, "spectrum_.stand_in_nearest", "iu", (out.size,))
         for name, atoms in (("stand_in_out", out), ("stand_in_nearest", nearest)):
@@ -631,18 +631,19 @@ def _get_kmeans(reader, prefix, labels):
 
 
 def _get_spectrum(reader, prefix):
-    # Rebuilt from its stored arrays: recomputing would need the codes' X^T X.
-    spectrum = object.__new__(BipartiteSpectrum)
-    for name in _SPECTRUM_ARRAYS:
-        setattr(spectrum, name, reader.array(prefix + name.lstrip("_")))
-    spectrum.n_outlier_atoms = reader.json(f"{prefix}attributes", ("n_outlier_atoms",))["n_outlier_atoms"]
+    arrays = {name: reader.array(prefix + name) for name in _SPECTRUM_ARRAYS}
     # files written before localised modes were marked: every mode counts
     has_spread = reader.has(f"{prefix}spread")
-    spectrum.spread = reader.array(f"{prefix}spread") if has_spread else np.ones(spectrum.eigenvalues.size, dtype=bool)
-    spectrum._stand_in = None
+    spread = reader.array(f"{prefix}spread") if has_spread else np.ones(arrays["eigenvalues"].size, dtype=bool)
+    stand_in = None
     if reader.has(f"{prefix}stand_in_out"):
-        spectrum._stand_in = (reader.array(f"{prefix}stand_in_out"), reader.array(f"{prefix}stand_in_nearest"))
-    return spectrum
+        stand_in = (reader.array(f"{prefix}stand_in_out"), reader.array(f"{prefix}stand_in_nearest"))
+    return BipartiteSpectrum.from_arrays(
+        **arrays,
+        spread=spread,
+        n_outlier_atoms=reader.json(f"{prefix}attributes", ("n_outlier_atoms",))["n_outlier_atoms"],
+        stand_in=stand_in,
+    )
 
 
 def _get_clustering(reader, cls):

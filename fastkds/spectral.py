@@ -75,6 +75,11 @@ class BipartiteSpectrum:
         component.
     n_outlier_atoms : int
         Atoms left out as outlier components.
+    inv_sqrt_s : ndarray of shape (m_used,)
+        ``s^(-1/2)`` of the atoms in the eigenproblem.
+    stand_in : tuple of two int ndarrays, or None
+        The outlier components' atoms, and the kept atom whose embedding
+        each takes (None when there are none or no ``atoms`` were given).
     """
 
     def __init__(self, XtX, s, *, min_component=0.0, atoms=None):
@@ -86,12 +91,12 @@ class BipartiteSpectrum:
         outliers = self._outlier_atoms(XtX, s, min_component)
         self.n_outlier_atoms = int(outliers.sum())
         self.used &= ~outliers
-        self._stand_in = None
+        self.stand_in = None
         if self.n_outlier_atoms and atoms is not None:
             kept = np.flatnonzero(self.used)
             out = np.flatnonzero(outliers)
             d2 = ((atoms[out, None, :] - atoms[None, kept, :]) ** 2).sum(axis=2)
-            self._stand_in = (out, kept[np.argmin(d2, axis=1)])
+            self.stand_in = (out, kept[np.argmin(d2, axis=1)])
         r = 1.0 / np.sqrt(s[self.used])
         M = r[:, None] * np.asarray(XtX, dtype=np.float64)[np.ix_(self.used, self.used)] * r[None, :]
         M = 0.5 * (M + M.T)
@@ -99,7 +104,7 @@ class BipartiteSpectrum:
         order = np.argsort(vals)[::-1]
         self.eigenvalues = np.clip(vals[order], 0.0, None)
         self.eigenvectors = vecs[:, order]
-        self._inv_sqrt_s = r
+        self.inv_sqrt_s = r
         self.spread = np.ones(order.size, dtype=bool)
         if min_component > 0:
             # the degrees of the kept atoms sum to the points in the eigenproblem
@@ -107,6 +112,30 @@ class BipartiteSpectrum:
             if spread.any():  # nothing spread: every mode counts
                 self.spread = spread
 
+
+    @classmethod
+    def from_arrays(cls, *, eigenvalues, eigenvectors, used, inv_sqrt_s, spread, n_outlier_atoms, stand_in=None):
+        """A spectrum from its stored attributes, as :func:`fastkds.load`
+        rebuilds it (computing it again would need the codes' ``X^T X``).
+
+        Parameters
+        ----------
+        eigenvalues, eigenvectors, used, inv_sqrt_s, spread, n_outlier_atoms, stand_in
+            The attributes of that name (see the class's Attributes).
+
+        Returns
+        -------
+        BipartiteSpectrum
+        """
+        spectrum = cls.__new__(cls)
+        spectrum.eigenvalues = eigenvalues
+        spectrum.eigenvectors = eigenvectors
+        spectrum.used = used
+        spectrum.inv_sqrt_s = inv_sqrt_s
+        spectrum.spread = spread
+        spectrum.n_outlier_atoms = n_outlier_atoms
+        spectrum.stand_in = stand_in
+        return spectrum
     def _outlier_atoms(self, XtX, s, min_component):
         """Atoms in components of the atom graph with a small share of the degree."""
         outliers = np.zeros(s.size, dtype=bool)
@@ -190,9 +219,9 @@ class BipartiteSpectrum:
         k = self.n_columns(k)
         sigma = np.sqrt(np.maximum(self.eigenvalues[:k], np.finfo(np.float64).eps))
         P = np.zeros((self.used.size, k))
-        P[self.used] = self._inv_sqrt_s[:, None] * self.eigenvectors[:, :k] / sigma
-        if self._stand_in is not None:
-            out, nearest = self._stand_in
+        P[self.used] = self.inv_sqrt_s[:, None] * self.eigenvectors[:, :k] / sigma
+        if self.stand_in is not None:
+            out, nearest = self.stand_in
             P[out] = P[nearest]
         return P
 

@@ -54,7 +54,7 @@ def outlier_data():
 def clustering_with_outliers(outlier_data):
     # Far outliers own atoms, so the spectrum has outlier atoms with stand-ins.
     model = KDSClustering(2, n_atoms=24, lam=1.0, max_epochs=5, random_state=0).fit(outlier_data)
-    assert model.spectrum_._stand_in is not None
+    assert model.spectrum_.stand_in is not None
     return model
 
 
@@ -146,7 +146,7 @@ def test_clustering_round_trip_keeps_outlier_stand_ins(clustering_with_outliers,
     loaded = _round_trip(model, tmp_path)
     _assert_same_clustering(loaded, model, outlier_data)
     assert loaded.spectrum_.n_outlier_atoms == model.spectrum_.n_outlier_atoms
-    for got, want in zip(loaded.spectrum_._stand_in, model.spectrum_._stand_in):
+    for got, want in zip(loaded.spectrum_.stand_in, model.spectrum_.stand_in):
         _assert_same_array(got, want)
 
 

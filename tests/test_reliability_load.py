@@ -52,7 +52,7 @@ def models(moons, outlier_data):
         "KDSClustering": clustering.fit(outlier_data),
         "KDSEnsembleClustering": ensemble.fit(moons),
     }
-    assert models["KDSClustering"].spectrum_._stand_in is not None
+    assert models["KDSClustering"].spectrum_.stand_in is not None
     return models
 
 
