@@ -7,6 +7,7 @@ fastkds never needs CUDA.
 
 from ._config import default_chunk_size
 from .exceptions import DeviceFallbackWarning, warn
+from ._validation import check_choice
 from .prepared import PreparedDictionary
 from .sources import source_chunks
 
@@ -99,8 +100,7 @@ def get_backend(device, encoder="apg"):
     the accelerated encoder only: with another ``encoder``, ``"cuda"``
     raises a ValueError and ``"auto"`` warns and takes the CPU.
     """
-    if not isinstance(device, str) or device not in DEVICES:
-        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
+    check_choice(device, "device", DEVICES)
     if device == "cpu":
         return CpuBackend()
     if encoder != "apg":

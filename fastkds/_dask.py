@@ -46,7 +46,7 @@ from sklearn.utils import check_random_state
 from . import _config, warmstart
 from ._backends import run_epoch
 from ._config import numba_threads
-from ._validation import check_n_jobs, fit_n_atoms
+from ._validation import check_choice, check_n_jobs, fit_n_atoms
 from .solvers import SufficientStatistics
 from .sources import random_rows
 from .spectral import normalize_rows
@@ -339,8 +339,7 @@ def check_device(device):
     """Refuse a device the workers cannot run (they run the CPU kernels)."""
     from ._backends import DEVICES
 
-    if not isinstance(device, str) or device not in DEVICES:
-        raise ValueError(f"device must be one of {DEVICES}, got {device!r}")
+    check_choice(device, "device", DEVICES)
     if device == "cuda":
         raise ValueError(
             "device='cuda' is not supported with a dask array: the workers run the CPU "

@@ -47,6 +47,14 @@ def check_positive_int(value, name):
     return int(value)
 
 
+def check_choice(value, name, choices):
+    """``value`` if it is one of ``choices`` (strings), else a ValueError
+    naming the parameter and the choices."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    return value
+
+
 def check_nonneg_float(value, name):
     """``value`` as a finite float >= 0, or a clear TypeError/ValueError."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):

@@ -35,6 +35,7 @@ from ._cuda_kernels import (
     _bt_kernel, _encode_kernel, _fill_kernel, _scan_add_kernel, _scan_offsets_kernel, _scan_tiles_kernel,
     _sqnorm_kernel, _stats_partial_kernel, _stats_reduce_kernel, _warp_encode_kernel, _zero_kernel,
 )
+from ._validation import check_choice
 from .prepared import PreparedDictionary, csr_from_dense
 from .sources import iter_chunks
 
@@ -452,8 +453,7 @@ class CudaBuffers:
 
 
 def _resolve_kernel(kernel, n_atoms):
-    if kernel not in KERNELS:
-        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}")
+    check_choice(kernel, "kernel", KERNELS)
     if kernel == "auto":
         return "warp" if WARP_MIN_ATOMS <= n_atoms <= WARP_MAX_ATOMS else "thread"
     if kernel == "warp" and n_atoms > WARP_MAX_ATOMS:

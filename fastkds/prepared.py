@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _active_set, _kernels
+from ._validation import check_choice
 
 
 def typed_constants(m, dtype):
@@ -129,9 +130,7 @@ def check_encoder(encoder):
     ValueError
         If it is not one of :data:`ENCODERS`.
     """
-    if not isinstance(encoder, str) or encoder not in ENCODERS:
-        raise ValueError(f"encoder must be one of {ENCODERS}, got {encoder!r}")
-    return encoder
+    return check_choice(encoder, "encoder", ENCODERS)
 
 
 def check_step(step):
@@ -151,9 +150,7 @@ def check_step(step):
     ValueError
         If it is not one of :data:`STEPS`.
     """
-    if not isinstance(step, str) or step not in STEPS:
-        raise ValueError(f"step must be one of {STEPS}, got {step!r}")
-    return step
+    return check_choice(step, "step", STEPS)
 
 
 class PreparedDictionary:
