@@ -170,6 +170,17 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         self.random_state = random_state
         self.n_jobs = n_jobs
 
+    def _validated_params(self):
+        """The parameters fit reads, validated: the spectral step's
+        ``(k, n_init, min_component, max_clusters)`` (as
+        :func:`fastkds._validation.check_clustering_params` returns them),
+        ``n_estimators`` and ``n_jobs``. The template ``estimator`` is
+        checked to be a KDS or None; its own parameters, by its fit."""
+        spectral_params = check_clustering_params(self)
+        if self.estimator is not None and not isinstance(self.estimator, KDS):
+            raise TypeError(f"estimator must be a fastkds.KDS or None, got {type(self.estimator).__name__}")
+        return spectral_params, check_positive_int(self.n_estimators, "n_estimators"), check_n_jobs(self.n_jobs)
+
     def _joint_codes(self, Y, estimators=None):
         """Codes of validated ``Y`` in every dictionary (``estimators_`` by
         default), side by side, scaled by 1/r."""
@@ -198,11 +209,7 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
                 "KDSEnsembleClustering does not take Dask arrays; fit KDSClustering on them, "
                 "or compute the array first"
             )
-        k, n_init, min_component, max_clusters = check_clustering_params(self)
-        if self.estimator is not None and not isinstance(self.estimator, KDS):
-            raise TypeError(f"estimator must be a fastkds.KDS or None, got {type(self.estimator).__name__}")
-        n_estimators = check_positive_int(self.n_estimators, "n_estimators")
-        n_jobs = check_n_jobs(self.n_jobs)
+        spectral_params, n_estimators, n_jobs = self._validated_params()
         Y, fitted = check_fit_input(self, X)
         rng = check_random_state(self.random_state)
         base = KDS() if self.estimator is None else self.estimator
@@ -229,9 +236,7 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
             rows = codes[start : start + _config.LABEL_CHUNK]
             results.codes.append((rows.indptr, rows.indices, rows.data))
         del codes, rows
-        spectrum, n_clusters, kmeans = cluster_codes(
-            XtX, s, components, results, rng, (k, n_init, min_component, max_clusters)
-        )
+        spectrum, n_clusters, kmeans = cluster_codes(XtX, s, components, results, rng, spectral_params)
         labels, embedding = results.commit()
         kmeans.labels_ = labels  # all points', as after KDSClustering.fit
         fitted.update(
