@@ -47,6 +47,10 @@ _SUBMODULES = ("exceptions",)
 
 
 def __getattr__(name):
+    if name == "load":
+        # load builds the class a file names among those registered with
+        # fastkds.persistence, which the estimator classes do on import
+        importlib.import_module(".estimators", __name__)
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name], __name__), name)
     elif name in _SUBMODULES:

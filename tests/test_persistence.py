@@ -6,6 +6,8 @@ import copy
 import os
 import pickle
 import re
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -357,6 +359,27 @@ def test_missing_file_raises_file_not_found(tmp_path):
 
 def test_load_is_exported():
     assert "load" in fastkds.__all__ and fastkds.load is persistence.load
+
+
+def test_load_right_after_import_finds_the_class(clustering, tmp_path):
+    """persistence knows the estimator classes only as they register on
+    import: fastkds.load imports them first, in a process that has imported
+    nothing else; persistence.load alone says what is missing."""
+    path = tmp_path / "model.npz"
+    clustering.save(path)
+    code = (
+        "import sys, fastkds\n"
+        "from fastkds import persistence\n"
+        "try:\n"
+        f"    persistence.load({str(path)!r})\n"
+        "except ValueError as exc:\n"
+        "    print(exc)\n"
+        f"print(type(fastkds.load({str(path)!r})).__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    unknown, loaded = out.strip().splitlines()
+    assert "unknown model class 'KDSClustering' (no class is registered: import fastkds.estimators first" in unknown
+    assert loaded == "KDSClustering"
 
 
 def test_file_from_before_the_step_parameter_loads_with_the_papers_step(moons, tmp_path):

@@ -1,15 +1,16 @@
 """What the estimators share: input checks, the all-or-nothing commit of a
-fit, ``save``, the clusterers' feature names, and the docstring of KDS's
-parameters that KDSClustering repeats."""
+fit, ``save`` and the hooks of model files, the clusterers' feature names,
+and the docstring of KDS's parameters that KDSClustering repeats."""
 
 import copy
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin
+from sklearn.exceptions import NotFittedError
 from sklearn.utils._set_output import _get_output_config
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .. import _dask
+from .. import _dask, persistence
 from .._validation import (
     FLOAT_DTYPES,
     check_nonneg_float,
@@ -229,8 +230,21 @@ def check_solver_params(est):
     return p
 
 
+def is_fitted(estimator):
+    """Whether ``estimator`` is fitted, as scikit-learn's ``check_is_fitted`` tells."""
+    try:
+        check_is_fitted(estimator)
+    except NotFittedError:
+        return False
+    return True
+
+
 class SaveMixin:
-    """``save(path)`` for the estimators (read back with :func:`fastkds.load`)."""
+    """``save(path)`` for the estimators (read back with :func:`fastkds.load`),
+    and the two hooks through which :mod:`fastkds.persistence` writes and
+    reads a model file: each class says how its state becomes named entries
+    and back, and registers itself with :func:`fastkds.persistence.register`.
+    """
 
     def save(self, path):
         """Save the model to ``path`` as a portable ``.npz`` file (no pickle).
@@ -243,10 +257,43 @@ class SaveMixin:
         path : str or os.PathLike
             Destination file, replaced atomically if it exists.
         """
-        # imported here: fastkds.persistence imports this module
-        from ..persistence import save
+        persistence.save(self, path)
 
-        save(self, path)
+    def _to_entries(self, writer, prefix):
+        """Write the parameters and, when fitted, the fitted state.
+
+        Parameters
+        ----------
+        writer : fastkds.persistence.Writer
+        prefix : str
+            Starts the name of every entry written: ``""`` for the model of
+            the file, the attribute name and a dot for a nested model.
+        """
+        raise NotImplementedError
+
+    @classmethod
+    def _from_entries(cls, reader, prefix):
+        """The model stored under ``prefix``, checked.
+
+        Parameters
+        ----------
+        reader : fastkds.persistence.Reader
+        prefix : str
+            As for :meth:`_to_entries`.
+
+        Returns
+        -------
+        model : cls
+            Fitted if its fitted state is stored.
+
+        Raises
+        ------
+        ValueError or TypeError
+            If an entry is missing or malformed, a parameter fails the
+            estimator's own validation, or an array's dtype or shape
+            disagrees with the parameters and the other arrays.
+        """
+        raise NotImplementedError
 
 
 def refuse_dataframe_output(est):

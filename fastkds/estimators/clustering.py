@@ -8,7 +8,7 @@ from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _dask
+from .. import _dask, persistence
 from .._validation import (
     auto_n_atoms,
     check_clustering_params,
@@ -17,10 +17,20 @@ from .._validation import (
 from ..diskcodes import check_out_folder
 from ..solvers import SufficientStatistics
 from ..spectral import ClusteringResults, cluster_codes, normalize_rows
-from ._base import KDS_PARAMS_DOC, EmbeddingFeaturesMixin, SaveMixin, check_fit_input, check_input, commit_fit
-from .kds import KDS
+from . import _saved
+from ._base import (
+    KDS_PARAMS_DOC,
+    EmbeddingFeaturesMixin,
+    SaveMixin,
+    check_fit_input,
+    check_input,
+    commit_fit,
+    is_fitted,
+)
+from .kds import KDS, check_fit_params, read_fit_params
 
 
+@persistence.register
 class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, TransformerMixin, BaseEstimator):
     __doc__ = """Spectral clustering on the K-Deep Simplex code graph, linear in n.
 
@@ -286,3 +296,36 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         if _dask.is_dask_array(X):
             return _dask.predict_clustering(self, X)
         return self.kmeans_.predict(self.transform(X))
+
+    # -- model files (fastkds.persistence) --------------------------------------
+
+    # Fitted scalars in a model file (JSON); the arrays are _saved.ARRAYS.
+    _SAVED_SCALARS = ("n_features_in_", "n_clusters_", "timings_")
+
+    def _to_entries(self, writer, prefix):
+        writer.params(prefix, self)
+        if not is_fitted(self):
+            return
+        persistence.require(isinstance(self.kds_, KDS) and is_fitted(self.kds_), "kds_ must be a fitted KDS")
+        writer.attributes(prefix, self, _saved.ARRAYS, self._SAVED_SCALARS)
+        self.kds_._to_entries(writer, f"{prefix}kds_.")
+        _saved.write_spectral_step(writer, prefix, self)
+
+    @classmethod
+    def _from_entries(cls, reader, prefix):
+        model = cls(**read_fit_params(reader, prefix, cls))
+        fitted = reader.has(f"{prefix}attributes")
+        if fitted:
+            vars(model).update(reader.attributes(prefix, _saved.ARRAYS, cls._SAVED_SCALARS))
+        check_clustering_params(model)
+        n_atoms = None if isinstance(model.n_atoms, str) else model.n_atoms  # "auto", resolved by a fit
+        check_fit_params(model, n_atoms, model.n_features_in_ if fitted else None)
+        if not fitted:
+            return model
+        model.kds_ = KDS._from_entries(reader, f"{prefix}kds_.", fitted=True)
+        persistence.require(
+            isinstance(model.timings_, dict), f"{prefix}timings_ must be a dict, got {type(model.timings_).__name__}"
+        )
+        model.components_ = model.kds_.components_  # shared, as after fit
+        _saved.read_spectral_step(reader, prefix, model, [model.kds_])
+        return model

@@ -24,13 +24,14 @@ from sklearn.utils import check_random_state
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _config, _dask
+from .. import _config, _dask, persistence
 from .._config import effective_n_jobs
 from .._validation import check_clustering_params, check_n_jobs, check_positive_int
 from ..exceptions import warn
 from ..sources import ChunkSource
 from ..spectral import ClusteringResults, cluster_codes, normalize_rows
-from ._base import EmbeddingFeaturesMixin, SaveMixin, check_fit_input, check_input, commit_fit
+from . import _saved
+from ._base import EmbeddingFeaturesMixin, SaveMixin, check_fit_input, check_input, commit_fit, is_fitted
 from .kds import KDS
 
 
@@ -63,6 +64,7 @@ def _fit_dictionary(kds, Y, threads=None):
     return kds, caught
 
 
+@persistence.register
 class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, TransformerMixin, BaseEstimator):
     """Spectral clustering on the codes of several independently seeded KDS
     dictionaries, joined in one bipartite graph.
@@ -170,6 +172,17 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         self.random_state = random_state
         self.n_jobs = n_jobs
 
+    def _validated_params(self):
+        """The parameters fit reads, validated: the spectral step's
+        ``(k, n_init, min_component, max_clusters)`` (as
+        :func:`fastkds._validation.check_clustering_params` returns them),
+        ``n_estimators`` and ``n_jobs``. The template ``estimator`` is
+        checked to be a KDS or None; its own parameters, by its fit."""
+        spectral_params = check_clustering_params(self)
+        if self.estimator is not None and not isinstance(self.estimator, KDS):
+            raise TypeError(f"estimator must be a fastkds.KDS or None, got {type(self.estimator).__name__}")
+        return spectral_params, check_positive_int(self.n_estimators, "n_estimators"), check_n_jobs(self.n_jobs)
+
     def _joint_codes(self, Y, estimators=None):
         """Codes of validated ``Y`` in every dictionary (``estimators_`` by
         default), side by side, scaled by 1/r."""
@@ -198,11 +211,7 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
                 "KDSEnsembleClustering does not take Dask arrays; fit KDSClustering on them, "
                 "or compute the array first"
             )
-        k, n_init, min_component, max_clusters = check_clustering_params(self)
-        if self.estimator is not None and not isinstance(self.estimator, KDS):
-            raise TypeError(f"estimator must be a fastkds.KDS or None, got {type(self.estimator).__name__}")
-        n_estimators = check_positive_int(self.n_estimators, "n_estimators")
-        n_jobs = check_n_jobs(self.n_jobs)
+        spectral_params, n_estimators, n_jobs = self._validated_params()
         Y, fitted = check_fit_input(self, X)
         rng = check_random_state(self.random_state)
         base = KDS() if self.estimator is None else self.estimator
@@ -229,9 +238,7 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
             rows = codes[start : start + _config.LABEL_CHUNK]
             results.codes.append((rows.indptr, rows.indices, rows.data))
         del codes, rows
-        spectrum, n_clusters, kmeans = cluster_codes(
-            XtX, s, components, results, rng, (k, n_init, min_component, max_clusters)
-        )
+        spectrum, n_clusters, kmeans = cluster_codes(XtX, s, components, results, rng, spectral_params)
         labels, embedding = results.commit()
         kmeans.labels_ = labels  # all points', as after KDSClustering.fit
         fitted.update(
@@ -283,3 +290,43 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         """
         check_is_fitted(self)
         return self.kmeans_.predict(self.transform(X))
+
+    # -- model files (fastkds.persistence) --------------------------------------
+
+    # Fitted scalars in a model file (JSON); the arrays are _saved.ARRAYS.
+    _SAVED_SCALARS = ("n_features_in_", "n_clusters_")
+
+    def _to_entries(self, writer, prefix):
+        writer.params(prefix, self)
+        if not is_fitted(self):
+            return
+        # load reads n_estimators dictionaries
+        persistence.require(
+            len(self.estimators_) == self.n_estimators,
+            f"{len(self.estimators_)} dictionaries in estimators_, but n_estimators={self.n_estimators}",
+        )
+        writer.attributes(prefix, self, _saved.ARRAYS, self._SAVED_SCALARS)
+        for i, kds in enumerate(self.estimators_):
+            persistence.require(isinstance(kds, KDS) and is_fitted(kds), f"estimators_.{i} must be a fitted KDS")
+            kds._to_entries(writer, f"{prefix}estimators_.{i}.")
+        _saved.write_spectral_step(writer, prefix, self)
+
+    @classmethod
+    def _from_entries(cls, reader, prefix):
+        model = cls(**reader.params(prefix, cls, templates={"estimator": KDS}))
+        fitted = reader.has(f"{prefix}attributes")
+        if fitted:
+            vars(model).update(reader.attributes(prefix, _saved.ARRAYS, cls._SAVED_SCALARS))
+        _, n_estimators, _ = model._validated_params()
+        check_random_state(model.random_state)
+        if not fitted:
+            return model
+        # a fitted ensemble holds n_estimators dictionaries; a missing one is named by the reader
+        model.estimators_ = [
+            KDS._from_entries(reader, f"{prefix}estimators_.{i}.", fitted=True) for i in range(n_estimators)
+        ]
+        features = {kds.n_features_in_ for kds in model.estimators_}
+        persistence.require(len(features) == 1, f"the dictionaries have different feature counts {sorted(features)}")
+        model.components_ = np.vstack([kds.components_ for kds in model.estimators_])
+        _saved.read_spectral_step(reader, prefix, model, model.estimators_)
+        return model

@@ -1,6 +1,7 @@
 """:class:`KDS`: the dictionary and the sparse simplex codes."""
 
 import copy
+import numbers
 
 import numpy as np
 import scipy.sparse as sp
@@ -8,11 +9,12 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .. import _config, _dask, _progress, warmstart
-from .._backends import get_backend
+from .. import _config, _dask, _progress, persistence, warmstart
+from .._backends import DEVICES, get_backend
 from .._config import numba_threads
 from .._validation import (
     FLOAT_DTYPES,
+    check_choice,
     check_n_jobs,
     check_nonneg_float,
     check_positive_int,
@@ -34,11 +36,13 @@ from ._base import (
     check_input,
     check_solver_params,
     commit_fit,
+    is_fitted,
     refuse_dataframe_output,
     take_rows,
 )
 
 
+@persistence.register
 class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     # assigned, not a bare string: a concatenation is no docstring, and
     # help() would show nothing
@@ -593,3 +597,86 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         tags = super().__sklearn_tags__()
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
+
+    # -- model files (fastkds.persistence) --------------------------------------
+
+    # Fitted attributes in a model file: arrays, and scalars (JSON).
+    _SAVED_ARRAYS = ("components_", "objective_")
+    _SAVED_SCALARS = ("step_", "n_iter_", "n_features_in_")
+
+    def _to_entries(self, writer, prefix):
+        writer.params(prefix, self)
+        if is_fitted(self):
+            writer.attributes(prefix, self, self._SAVED_ARRAYS, self._SAVED_SCALARS)
+
+    @classmethod
+    def _from_entries(cls, reader, prefix, *, fitted=False):
+        """See :meth:`SaveMixin._from_entries`; ``fitted=True`` (a
+        clusterer's dictionaries) requires the fitted state."""
+        kds = cls(**read_fit_params(reader, prefix, cls))
+        if not (fitted or reader.has(f"{prefix}attributes")):
+            check_fit_params(kds, kds.n_atoms, None)
+            return kds
+        vars(kds).update(reader.attributes(prefix, cls._SAVED_ARRAYS, cls._SAVED_SCALARS))
+        check_fit_params(kds, kds.n_atoms, kds.n_features_in_)
+        kds._check_fitted_state(prefix)
+        return kds
+
+    def _check_fitted_state(self, prefix):
+        """The fitted state of a loaded or saved model, against its
+        parameters (checked first); ``prefix`` names its entries in errors.
+
+        The atoms are the rows of ``components_``, which a fitted model
+        encodes with: ``n_atoms`` is the count the next fit learns, and may
+        differ (a fit on fewer points learns fewer, and ``set_params`` may
+        change it).
+        """
+        d = check_positive_int(self.n_features_in_, f"{prefix}n_features_in_")
+        persistence.check_array(
+            self.components_, f"{prefix}components_", persistence.FLOATS, (None, d), finite=True,
+            meaning=f" = (atoms, {prefix}n_features_in_)",
+        )
+        persistence.require(len(self.components_) > 0, f"{prefix}components_ holds no atom")
+        persistence.check_array(self.objective_, f"{prefix}objective_", "f", (None,))
+        step = self.step_
+        persistence.require(
+            isinstance(step, numbers.Real) and not isinstance(step, bool) and np.isfinite(step) and step > 0,
+            f"{prefix}step_ must be a finite float > 0, got {step!r}",
+        )
+        persistence.check_count(self.n_iter_, f"{prefix}n_iter_")
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None:
+            persistence.check_array(names, f"{prefix}feature_names_in_", "OU", (d,))
+        # the encoder's own checks of the atoms: their squared norms and step fit the dtype
+        p = self._validated_params()
+        PreparedDictionary(self.components_, p["lam"], p["n_iter"], self.components_.dtype, p["step"], p["encoder"])
+
+
+def read_fit_params(reader, prefix, cls):
+    """The parameters of a :class:`KDS` or a :class:`KDSClustering` stored
+    under ``prefix`` in a model file (:class:`fastkds.persistence.Reader`).
+
+    Files written before the encoder and its step were parameters used the
+    paper's, and load as such.
+    """
+    return {"step": "paper", "encoder": "apg", **reader.params(prefix, cls)}
+
+
+def check_fit_params(est, n_atoms, n_features):
+    """The parameters a :class:`KDS` fit reads, of a KDS or of a
+    KDSClustering (which passes them on), validated as the fit validates
+    them: for a model read from a file, or about to be written to one.
+
+    ``n_atoms`` is None for KDSClustering's unresolved ``"auto"``;
+    ``n_features`` is None for an unfitted model.
+    """
+    probe = KDS(**{name: getattr(est, name) for name in KDS._get_param_names()})
+    # an unresolved "auto" stands as 1, which passes every check that depends on the count
+    probe.n_atoms = 1 if n_atoms is None else n_atoms
+    p = probe._validated_params()
+    warmstart.presample_size(est.presample, p["n_atoms"], 0)
+    # sizes not known yet are taken from an init array, which must still be 2-D
+    rows, cols = np.shape(est.init) if np.ndim(est.init) == 2 else (-1, -1)
+    warmstart.check_init(est.init, rows if n_atoms is None else n_atoms, cols if n_features is None else n_features)
+    check_choice(est.device, "device", DEVICES)
+    check_random_state(est.random_state)
