@@ -16,6 +16,7 @@ from sklearn.cluster import kmeans_plusplus
 from . import _config, _progress
 from ._config import numba_threads
 from ._validation import check_positive_int
+from .encoding import chunk_rows
 from .exceptions import KDSConvergenceWarning, OffCentreDataWarning, warn
 from .prepared import OFFSET_STEP_RATIO_WARN, PreparedDictionary, offset_step_ratio
 from .solvers import fit_alternating
@@ -167,14 +168,6 @@ def initial_dictionary(Y, init, rng, p):
     return W
 
 
-def chunk_size(backend, p, n_features, n_atoms):
-    """Points encoded at once: the ``chunk_size`` parameter, or the backend's
-    choice for its memory budget."""
-    if p["chunk_size"] is not None:
-        return p["chunk_size"]
-    return backend.chunk_size(n_features, n_atoms, 8)
-
-
 def fit_stages(stages, W, p, rng, dtype, display):
     """Alternating minimisation through the warm-start stages.
 
@@ -213,7 +206,7 @@ def fit_stages(stages, W, p, rng, dtype, display):
                     tol=p["tol"],
                     step=p["step"],
                     encoder=p["encoder"],
-                    chunk_size=chunk_size(backend, p, data.shape[1], p["n_atoms"]),
+                    chunk_size=chunk_rows(backend, p["chunk_size"], data.shape[1], p["n_atoms"]),
                     random_state=rng,
                     backend=backend,
                     progress=progress,
