@@ -53,7 +53,6 @@ from ._config import numba_threads
 from .encoding import encode_prepared
 from ._validation import check_choice, check_n_jobs, fit_n_atoms
 from .solvers import SufficientStatistics
-from .sources import random_rows
 from .spectral import normalize_rows
 
 
@@ -409,27 +408,25 @@ def fit_dictionary(Y, p, *, init, presample, random_state, display):
     n_pre = warmstart.presample_size(presample, p["n_atoms"], n)
     p = {**p, "n_atoms": fit_n_atoms(n, p["n_atoms"], init)}
     rng = check_random_state(random_state)
-    backend = DaskBackend(thread_plan(p["n_jobs"]))
     Y = persist(Y)
-    ladder = warmstart.presample_ladder(n_pre, n, d, Y.dtype.itemsize)
-    samples = warmstart.nested_samples(lambda rows: _gather_rows(Y, rows), rng, n, ladder)
-    kmeans_pp = isinstance(init, str) and init == "k-means++"
-    if samples:
-        Y_first = samples[0]
-    elif kmeans_pp and n * d * Y.dtype.itemsize <= _config.LOAD_WHOLE_BYTES:
-        Y_first = _gather_rows(Y, slice(None))  # small: seed on all points, as in memory
-    elif not kmeans_pp:
-        Y_first = _RowGatherer(Y)  # "random" gathers its m rows; an array init none
-    else:
-        # too large to gather: k-means++ on a random subsample seeds the atoms
-        Y_first = _gather_rows(Y, np.sort(random_rows(rng, n, warmstart.seeding_size(n, p["n_atoms"]))))
-    W = warmstart.initial_dictionary(Y_first, init, rng, p)
+
+    def take(rows):
+        return _gather_rows(Y, rows)
+
+    def seeding_points():
+        if not (isinstance(init, str) and init == "k-means++"):
+            return _RowGatherer(Y)  # "random" gathers its m rows; an array init none
+        if n * d * Y.dtype.itemsize <= _config.LOAD_WHOLE_BYTES:
+            return take(slice(None))  # small: seed on all points, as in memory
+        return warmstart.seeding_sample(take, rng, n, p["n_atoms"])  # too large to gather
+
     from ._backends import CpuBackend
 
     # the subsamples are in memory on the client; all points stay on the workers
-    stages = [("subsample", sample, CpuBackend()) for sample in samples]
-    stages.append(("all points", Y, backend))
-    return warmstart.fit_stages(stages, W, p, rng, Y.dtype, display)
+    return warmstart.fit_exact(
+        Y, p, n_pre, init, rng, take=take, seeding_points=seeding_points,
+        backend=DaskBackend(thread_plan(p["n_jobs"])), sample_backend=CpuBackend(), display=display,
+    )
 
 
 class ClusteringResults:

@@ -25,7 +25,7 @@ from ..exceptions import warn
 from ..online import RunningStatistics, online_step
 from ..prepared import PreparedDictionary, check_encoder, check_step
 from ..solvers import SufficientStatistics
-from ..sources import ChunkSource, random_rows
+from ..sources import ChunkSource
 from ..unrolled import UnrolledTrainer, fit_unrolled, step_size, theta_from_step
 from ._base import (
     KDS_PARAMS_DOC,
@@ -566,19 +566,17 @@ def fit_attributes(kds, Y):
     if not n_pre and isinstance(Y, ChunkSource) and n * d * Y.dtype.itemsize <= _config.LOAD_WHOLE_BYTES:
         Y = Y.to_array()  # small: fit exactly as on the in-memory array
 
-    ladder = warmstart.presample_ladder(n_pre, n, d, Y.dtype.itemsize)
-    samples = warmstart.nested_samples(lambda rows: take_rows(Y, rows), rng, n, ladder)
-    if samples:
-        Y_first = samples[0]
-    elif isinstance(Y, ChunkSource):
-        # too large to load: k-means++ on a random subsample seeds the atoms
-        Y_first = Y.take(np.sort(random_rows(rng, n, warmstart.seeding_size(n, p["n_atoms"]))))
-    else:
-        Y_first = Y
-    W = warmstart.initial_dictionary(Y_first, kds.init, rng, p)
-    stages = [("subsample", sample, backend) for sample in samples]
-    stages.append(("all points", Y, backend))
-    return warmstart.fit_stages(stages, W, p, rng, Y.dtype, kds)
+    def take(rows):
+        return take_rows(Y, rows)
+
+    def seeding_points():
+        if isinstance(Y, ChunkSource):  # too large to load: k-means++ on a random subsample
+            return warmstart.seeding_sample(take, rng, n, p["n_atoms"])
+        return Y
+
+    return warmstart.fit_exact(
+        Y, p, n_pre, kds.init, rng, take=take, seeding_points=seeding_points, backend=backend, display=kds
+    )
 
 
 def _fit_unrolled(kds, Y, p, rng):
