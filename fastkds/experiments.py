@@ -652,7 +652,7 @@ def paper_figures(rows, grid, directory, *, quick=False):
     from .datasets import make_circles
 
     plotting.require_matplotlib()
-    figure = plotting._figure
+    figure = plotting.new_figure
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
     written = []
@@ -677,9 +677,9 @@ def paper_figures(rows, grid, directory, *, quick=False):
     if "mnist5" in by_name:
         r = by_name["mnist5"]
         title = f"MNIST-5: {min(100, r.exp.n_atoms)} of the {r.exp.n_atoms} learned atoms"
-        n_rows, n_cols = plotting._atom_grid_shape(len(r.model.components_), 10, None)
+        n_rows, n_cols = plotting.atom_grid_shape(len(r.model.components_))
         written.append(_save(plotting.plot_atom_grid(
-            r.model.components_, (28, 28), ax=figure(plotting._atom_grid_size(n_rows, n_cols, title)).add_subplot(),
+            r.model.components_, (28, 28), ax=figure(plotting.atom_grid_figsize(n_rows, n_cols, title)).add_subplot(),
             n_cols=n_cols, n_rows=n_rows, title=title), directory, "mnist_atoms.png"))
     embedded = by_name.get("mnist5") or next(iter(by_name.values()), None)
     if embedded is not None:
