@@ -59,18 +59,9 @@ def chosen_note(exp, seeds):
 
 
 def format_notes(rows, grid=None):
-    """The lines under the table: each row's note, then (next to it) what
-    was chosen by looking at accuracy, and on which seeds ("" if none).
-
-    Parameters
-    ----------
-    rows : list of Row
-    grid : CirclesGrid or None
-
-    Returns
-    -------
-    str
-    """
+    """The lines under the table, one a row (``rows`` and ``grid`` as for
+    :func:`format_table`): its note, then what was chosen by looking at
+    accuracy and on which seeds; "" when no row has either."""
     notes = [
         f"- {r.exp.title}: " + ". ".join(t for t in (r.exp.note, chosen_note(r.exp, r.seeds)) if t)
         for r in rows
