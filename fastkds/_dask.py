@@ -18,8 +18,12 @@ on each worker):
   codes stay on the workers (:class:`ClusteringResults`); only the
   row-normalised embedding (n x n_clusters) comes to the client, for
   scikit-learn's k-means.
-* ``transform`` / ``predict``: block-wise, lazily; the fitted model is one
-  graph key.
+* ``KDS.transform`` and ``KDS.objective``: block-wise (the transform
+  lazily); the dictionary, prepared once on the client
+  (:class:`fastkds.encoding.FittedEncoder`), is one graph key, and the
+  tasks never see the estimator.
+* ``KDSClustering.transform`` / ``predict``: block-wise, lazily; the fitted
+  model is one graph key.
 
 Identical results: the fit's plan is the in-memory fit's
 (:mod:`fastkds.warmstart`); the warm-start subsamples (the same indices,
@@ -46,9 +50,9 @@ from sklearn.utils import check_random_state
 from . import _config, warmstart
 from ._backends import run_epoch
 from ._config import numba_threads
+from .encoding import encode_prepared
 from ._validation import check_choice, check_n_jobs, fit_n_atoms
 from .solvers import SufficientStatistics
-from .sources import random_rows
 from .spectral import normalize_rows
 
 
@@ -191,33 +195,32 @@ def merge_statistics(*parts):
     return total
 
 
-def _with_threads(model, threads):
-    """A shallow copy of ``model`` running on this task's share of threads."""
-    model = copy.copy(model)
-    model.n_jobs = _task_threads(threads)
-    model.device = "cpu"
-    if "kds_" in model.__dict__:
-        model.kds_ = copy.copy(model.kds_)
-        model.kds_.n_jobs = model.n_jobs
-        model.kds_.device = "cpu"
-    return model
-
-
-def encode_block(model, Y, row_start, threads):
-    """Codes (``scipy.sparse.csr_array``) of one block with a fitted KDS."""
-    model = _with_threads(model, threads)
-    return model._encode(_check_block(Y, row_start, Y.dtype))
-
-
-def encode_block_with_statistics(model, Y, row_start, threads):
-    """Codes of one block and their statistics (no re-seed candidates)."""
-    model = _with_threads(model, threads)
-    return model._encode(_check_block(Y, row_start, Y.dtype), statistics=True)
+def encode_block(Y, prepared, row_start, chunk_size, threads, statistics=False):
+    """Codes (``scipy.sparse.csr_array``) of one block under a fitted
+    dictionary prepared on the client; with ``statistics``, a pair of the
+    codes and their :class:`SufficientStatistics` (no re-seed candidates)."""
+    Y = _check_block(Y, row_start, prepared.dtype)
+    stats = SufficientStatistics(prepared.n_atoms, Y.shape[1]) if statistics else None
+    with numba_threads(_task_threads(threads)):
+        codes = encode_prepared(Y, prepared, chunk_size, stats=stats)
+    return (codes, stats) if statistics else codes
 
 
 def embed_block(codes, projection):
     """Row-normalised spectral embedding of one block of codes."""
     return normalize_rows(np.asarray(codes @ projection))
+
+
+def _with_threads(model, threads):
+    """A shallow copy of a fitted clusterer running on this task's share of
+    threads, on the CPU (the workers run the CPU kernels)."""
+    model = copy.copy(model)
+    model.n_jobs = _task_threads(threads)
+    model.device = "cpu"
+    model.kds_ = copy.copy(model.kds_)
+    model.kds_.n_jobs = model.n_jobs
+    model.kds_.device = "cpu"
+    return model
 
 
 def transform_block(model, Y, threads):
@@ -228,15 +231,6 @@ def transform_block(model, Y, threads):
 def predict_block(model, Y, threads):
     """``model.predict`` of one block."""
     return _with_threads(model, threads).predict(Y)
-
-
-def score_block(model, Y, row_start, threads):
-    """Statistics (objective sum and count) of one block under a fitted KDS."""
-    model = _with_threads(model, threads)
-    Y = _check_block(Y, row_start, Y.dtype)
-    stats = SufficientStatistics(model.components_.shape[0], Y.shape[1])
-    model._run(Y, stats)
-    return stats
 
 
 # -- graph helpers -----------------------------------------------------------
@@ -272,15 +266,25 @@ def tree_merge(parts, split_every=None):
 
 
 def _lean_model(est):
-    """A shallow copy of a fitted estimator without its per-training-point
+    """A shallow copy of a fitted clusterer without its per-training-point
     attributes (labels, embedding), so a task graph does not carry them."""
     model = copy.copy(est)
     for name in ("labels_", "embedding_"):
         model.__dict__.pop(name, None)
-    if "kmeans_" in model.__dict__:
-        model.kmeans_ = copy.copy(model.kmeans_)
-        model.kmeans_.__dict__.pop("labels_", None)
+    model.kmeans_ = copy.copy(model.kmeans_)
+    model.kmeans_.__dict__.pop("labels_", None)
     return model
+
+
+def _on_workers(encoder, Y):
+    """What the block tasks of ``encoder`` on ``Y`` share: its dictionary
+    prepared once on the client for the CPU kernels, as one graph key, and
+    the rows they encode at once."""
+    from ._backends import CpuBackend
+
+    cpu = CpuBackend()
+    prepared = _as_key(encoder.prepare(cpu, Y.dtype), "fastkds-dictionary")
+    return prepared, encoder.rows_per_chunk(cpu, Y.shape[1])
 
 
 class DaskBackend:
@@ -404,27 +408,25 @@ def fit_dictionary(Y, p, *, init, presample, random_state, display):
     n_pre = warmstart.presample_size(presample, p["n_atoms"], n)
     p = {**p, "n_atoms": fit_n_atoms(n, p["n_atoms"], init)}
     rng = check_random_state(random_state)
-    backend = DaskBackend(thread_plan(p["n_jobs"]))
     Y = persist(Y)
-    ladder = warmstart.presample_ladder(n_pre, n, d, Y.dtype.itemsize)
-    samples = warmstart.nested_samples(lambda rows: _gather_rows(Y, rows), rng, n, ladder)
-    kmeans_pp = isinstance(init, str) and init == "k-means++"
-    if samples:
-        Y_first = samples[0]
-    elif kmeans_pp and n * d * Y.dtype.itemsize <= _config.LOAD_WHOLE_BYTES:
-        Y_first = _gather_rows(Y, slice(None))  # small: seed on all points, as in memory
-    elif not kmeans_pp:
-        Y_first = _RowGatherer(Y)  # "random" gathers its m rows; an array init none
-    else:
-        # too large to gather: k-means++ on a random subsample seeds the atoms
-        Y_first = _gather_rows(Y, np.sort(random_rows(rng, n, warmstart.seeding_size(n, p["n_atoms"]))))
-    W = warmstart.initial_dictionary(Y_first, init, rng, p)
+
+    def take(rows):
+        return _gather_rows(Y, rows)
+
+    def seeding_points():
+        if not (isinstance(init, str) and init == "k-means++"):
+            return _RowGatherer(Y)  # "random" gathers its m rows; an array init none
+        if n * d * Y.dtype.itemsize <= _config.LOAD_WHOLE_BYTES:
+            return take(slice(None))  # small: seed on all points, as in memory
+        return warmstart.seeding_sample(take, rng, n, p["n_atoms"])  # too large to gather
+
     from ._backends import CpuBackend
 
     # the subsamples are in memory on the client; all points stay on the workers
-    stages = [("subsample", sample, CpuBackend()) for sample in samples]
-    stages.append(("all points", Y, backend))
-    return warmstart.fit_stages(stages, W, p, rng, Y.dtype, display)
+    return warmstart.fit_exact(
+        Y, p, n_pre, init, rng, take=take, seeding_points=seeding_points,
+        backend=DaskBackend(thread_plan(p["n_jobs"])), sample_backend=CpuBackend(), display=display,
+    )
 
 
 class ClusteringResults:
@@ -440,16 +442,16 @@ class ClusteringResults:
     ----------
     Y : dask.array.Array
         Checked and persisted.
-    kds : KDS
-        The fitted dictionary model.
+    encoder : fastkds.encoding.FittedEncoder
+        The fitted dictionary model's encoder.
     n_jobs : int or None
         Threads per task (checked), or None to share the cores (:func:`thread_plan`).
     """
 
-    def __init__(self, Y, kds, n_jobs):
+    def __init__(self, Y, encoder, n_jobs):
         self.n = Y.shape[0]
         self._Y = Y
-        self._kds = kds
+        self._encoder = encoder
         self._threads = thread_plan(n_jobs)
         self._pairs = None
         self._embedding = self._labels = None
@@ -459,9 +461,9 @@ class ClusteringResults:
         import dask
         from dask import delayed
 
-        model = _as_key(_lean_model(self._kds), "fastkds-model")
+        prepared, chunk_size = _on_workers(self._encoder, self._Y)
         pairs = [
-            delayed(encode_block_with_statistics, pure=False)(model, blk, start, self._threads)
+            delayed(encode_block, pure=False)(blk, prepared, start, chunk_size, self._threads, statistics=True)
             for blk, start, _ in _blocks(self._Y)
         ]
         self._pairs = dask.persist(*pairs)  # codes stay on the workers for the embedding
@@ -504,10 +506,21 @@ class ClusteringResults:
         """Nothing to remove: the results are in memory."""
 
 
-def transform_kds(est, X, out=None):
+def transform_kds(est, X, encoder, out=None):
     """:meth:`KDS.transform` on a Dask array: a lazy Dask array of
     ``scipy.sparse.csr_array`` blocks (n x n_atoms, chunked like ``X``).
-    ``.compute()`` joins them into one CSR array."""
+    ``.compute()`` joins them into one CSR array.
+
+    Parameters
+    ----------
+    est : KDS
+        The fitted model, whose ``n_features_in_`` ``X`` must have.
+    X : dask.array.Array
+    encoder : fastkds.encoding.FittedEncoder
+        The model's encoder; the tasks receive its prepared dictionary.
+    out : None
+        Refused: for a Dask array the codes are a Dask array already.
+    """
     import dask.array as da
     from dask import delayed
 
@@ -517,14 +530,13 @@ def transform_kds(est, X, out=None):
             "dask array already (store its blocks with dask, e.g. to_delayed())"
         )
     Y = check_dask_array(X, est.n_features_in_, est)
-    threads = thread_plan(est._encoding_params()["n_jobs"])  # checked here, not in the first task
-    m = est.components_.shape[0]
-    model = _as_key(_lean_model(est), "fastkds-model")
-    meta = sp.csr_array((0, m), dtype=Y.dtype)
+    threads = thread_plan(encoder.n_jobs)
+    prepared, chunk_size = _on_workers(encoder, Y)
+    meta = sp.csr_array((0, encoder.n_atoms), dtype=Y.dtype)
     blocks = [
         da.from_delayed(
-            delayed(encode_block, pure=False)(model, blk, start, threads),
-            shape=(rows, m),
+            delayed(encode_block, pure=False)(blk, prepared, start, chunk_size, threads),
+            shape=(rows, encoder.n_atoms),
             dtype=Y.dtype,
             meta=meta,
         )
@@ -533,15 +545,19 @@ def transform_kds(est, X, out=None):
     return da.concatenate(blocks, axis=0)
 
 
-def score_kds(est, X):
-    """:meth:`KDS.score` on a Dask array (objective sums reduced, computed now)."""
+def objective_kds(est, X, encoder):
+    """:meth:`KDS.objective` on a Dask array (objective sums reduced, computed
+    now); the parameters as for :func:`transform_kds`."""
     from dask import delayed
 
     Y = check_dask_array(X, est.n_features_in_, est)
-    threads = thread_plan(est._encoding_params()["n_jobs"])
-    model = _as_key(_lean_model(est), "fastkds-model")
-    parts = [delayed(score_block, pure=False)(model, blk, start, threads) for blk, start, _ in _blocks(Y)]
-    return -tree_merge(parts).compute().mean_objective
+    threads = thread_plan(encoder.n_jobs)
+    prepared, chunk_size = _on_workers(encoder, Y)
+    parts = [
+        delayed(block_statistics, pure=False)(blk, prepared, start, 0, None, chunk_size, threads)
+        for blk, start, _ in _blocks(Y)
+    ]
+    return tree_merge(parts).compute().mean_objective
 
 
 def _map_model(est, X, func, n_cols, dtype):

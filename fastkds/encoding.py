@@ -1,5 +1,7 @@
-"""Encoding with a fixed dictionary, as functions: :func:`sparse_encode` (the
-KDS encoder, run by a backend) and :func:`project_simplex`.
+"""Encoding with a fixed dictionary: :func:`sparse_encode` (the KDS encoder,
+run by a backend) and :func:`project_simplex` for users, and
+:class:`FittedEncoder`, the encoder of a fitted model, for the estimators
+and the Dask block tasks.
 
 The functions here validate their input and hand the work to
 :mod:`fastkds._backends` and the kernels of :mod:`fastkds._kernels`; the
@@ -11,8 +13,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _kernels
-from ._backends import get_backend
+from ._backends import CpuBackend, get_backend
 from ._config import numba_threads
+from .diskcodes import DiskCodesWriter
 from ._validation import check_data, check_dictionary, check_n_jobs, check_nonneg_float, check_positive_int
 from .prepared import check_encoder, check_step, concatenate_csr, typed_constants
 
@@ -98,7 +101,163 @@ def sparse_encode(
         chunk_size = backend.chunk_size(Y.shape[1], W.shape[0], Y.dtype.itemsize)
     chunk_size = check_positive_int(chunk_size, "chunk_size")
     prepared = backend.prepare(W, lam, n_iter, Y.dtype, step, encoder)
-    parts = []
     with numba_threads(n_jobs):
-        backend.run_epoch(Y, prepared, chunk_size, codes_out=parts)
-    return concatenate_csr(parts, W.shape[0], Y.dtype)
+        return encode_prepared(Y, prepared, chunk_size, backend=backend)
+
+
+def encode_prepared(Y, prepared, chunk_size, *, backend=None, stats=None, out=None):
+    """Codes of validated ``Y`` under a prepared dictionary, encoded chunk by chunk.
+
+    On the Numba threads of the caller (see :func:`fastkds._config.numba_threads`).
+
+    Parameters
+    ----------
+    Y : ndarray of shape (n, d) or fastkds.sources.ChunkSource
+        Checked data, C-contiguous, of ``prepared.dtype``.
+    prepared : PreparedDictionary or CudaPreparedDictionary
+        From ``backend.prepare``.
+    chunk_size : int
+        Rows encoded at once.
+    backend : backend or None, default=None
+        The one that prepared ``prepared`` (None: the CPU's).
+    stats : fastkds.solvers.SufficientStatistics or None, default=None
+        Receives each chunk's statistics when given.
+    out : str, os.PathLike or None, default=None
+        A folder the codes are written to chunk by chunk
+        (:class:`fastkds.diskcodes.DiskCodesWriter`); they come back
+        memory-mapped on its files.
+
+    Returns
+    -------
+    codes : scipy.sparse.csr_array of shape (n, n_atoms)
+    """
+    m = prepared.n_atoms
+    parts = [] if out is None else DiskCodesWriter(out, m, Y.dtype)
+    try:
+        (backend or CpuBackend()).run_epoch(Y, prepared, chunk_size, stats, codes_out=parts)
+    except BaseException:
+        if out is not None:
+            parts.abort()  # no half-written files left in the folder
+        raise
+    return concatenate_csr(parts, m, Y.dtype) if out is None else parts.close()
+
+
+def chunk_rows(backend, chunk_size, n_features, n_atoms):
+    """Points a model encodes at once: its ``chunk_size`` parameter, or the
+    backend's choice for its memory budget (counted in float64 items for
+    data of either type)."""
+    if chunk_size is not None:
+        return chunk_size
+    return backend.chunk_size(n_features, n_atoms, 8)
+
+
+class FittedEncoder:
+    """The encoder of a fitted dictionary: the atoms and the settings that
+    encode with them.
+
+    What a fitted :class:`~fastkds.KDS` encodes with (:meth:`KDS.transform`,
+    :meth:`KDS.objective`, the clusterers' passes over the data), held apart
+    from the estimator: the clusterers encode through it, and the Dask path
+    prepares it once on the client and sends the workers its prepared
+    dictionary instead of the model.
+
+    Parameters
+    ----------
+    W : ndarray of shape (n_atoms, n_features)
+        The atoms (``components_``).
+    lam : float
+    n_iter : int
+    step : {"centred", "paper"}
+    encoder : {"apg", "active-set"}
+        Validated, as for :func:`sparse_encode`.
+    chunk_size : int or None, default=None
+        Rows encoded at once; None: the backend's choice (:func:`chunk_rows`).
+    n_jobs : int or None, default=None
+        Numba threads.
+    device : {"cpu", "cuda", "auto"}, default="cpu"
+        Where :meth:`encode` runs (:func:`fastkds._backends.get_backend`).
+    fixed_step : float or None, default=None
+        An encoder step that replaces the ``step`` rule's: the unrolled
+        solver's trained or frozen step, which no rule gives back from the
+        atoms.
+
+    Attributes
+    ----------
+    n_atoms : int
+        Rows of ``W``: the columns of the codes.
+    """
+
+    def __init__(self, W, *, lam, n_iter, step, encoder, chunk_size=None, n_jobs=None, device="cpu", fixed_step=None):
+        self.W = W
+        self.lam = lam
+        self.n_iter = n_iter
+        self.step = step
+        self.encoder = encoder
+        self.chunk_size = chunk_size
+        self.n_jobs = n_jobs
+        self.device = device
+        self.fixed_step = fixed_step
+
+    @property
+    def n_atoms(self):
+        return self.W.shape[0]
+
+    def backend(self):
+        """The backend of ``device`` (a fallback warning with ``"auto"``)."""
+        return get_backend(self.device, self.encoder)
+
+    def prepare(self, backend, dtype):
+        """The dictionary prepared by ``backend`` for data of ``dtype``."""
+        prepared = backend.prepare(self.W, self.lam, self.n_iter, dtype, self.step, self.encoder)
+        if self.fixed_step is not None:
+            prepared.alpha_value = float(self.fixed_step)
+            prepared.alpha = prepared.dtype.type(self.fixed_step)
+        return prepared
+
+    def rows_per_chunk(self, backend, n_features):
+        """Rows encoded at once by ``backend`` (see :func:`chunk_rows`)."""
+        return chunk_rows(backend, self.chunk_size, n_features, self.n_atoms)
+
+    def run(self, Y, stats=None, codes_out=None):
+        """One encoding pass over validated ``Y`` on ``device`` with ``n_jobs`` threads.
+
+        Parameters
+        ----------
+        Y : ndarray of shape (n, n_features) or fastkds.sources.ChunkSource
+            Checked data.
+        stats : fastkds.solvers.SufficientStatistics or None, default=None
+            Receives each chunk's statistics.
+        codes_out : list or None, default=None
+            Receives each chunk's CSR triple (or anything with ``append``,
+            such as the clusterers' writers of codes); None keeps no codes.
+
+        Returns
+        -------
+        stats
+        """
+        backend = self.backend()
+        prepared = self.prepare(backend, Y.dtype)
+        with numba_threads(self.n_jobs):
+            backend.run_epoch(Y, prepared, self.rows_per_chunk(backend, Y.shape[1]), stats, codes_out=codes_out)
+        return stats
+
+    def encode(self, Y, *, stats=None, out=None):
+        """Codes of validated ``Y`` on ``device`` with ``n_jobs`` threads.
+
+        Parameters
+        ----------
+        Y : ndarray of shape (n, n_features) or fastkds.sources.ChunkSource
+            Checked data.
+        stats, out :
+            As for :func:`encode_prepared`.
+
+        Returns
+        -------
+        codes : scipy.sparse.csr_array of shape (n, n_atoms)
+        """
+        backend = self.backend()
+        prepared = self.prepare(backend, Y.dtype)
+        with numba_threads(self.n_jobs):
+            return encode_prepared(
+                Y, prepared, self.rows_per_chunk(backend, Y.shape[1]), backend=backend, stats=stats, out=out
+            )

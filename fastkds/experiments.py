@@ -8,12 +8,12 @@ Runs :class:`fastkds.KDSClustering` on noisy two moons, MNIST-5, Extended
 Yale B (2 faces) and Salinas-A, and over the concentric-circles grid of atom
 counts m and separations delta (and, beside the paper's Yale B row,
 :class:`fastkds.KDSEnsembleClustering` with ten dictionaries), and prints
-one table: the accuracy over the seeds (mean and minimum, best matching of
-clusters to classes), the fit time, the paper's numbers, and scikit-learn
-baselines measured in the same run (``KMeans``; ``SpectralClustering`` on a
-10-nearest-neighbour graph). For the moons it adds the Bayes classifier,
-which knows the generating model and is the ceiling any method can reach on
-the same points.
+one table (:mod:`fastkds.paper_report`): the accuracy over the seeds (mean
+and minimum, best matching of clusters to classes), the fit time, the
+paper's numbers, and scikit-learn baselines measured in the same run
+(``KMeans``; ``SpectralClustering`` on a 10-nearest-neighbour graph). For
+the moons it adds the Bayes classifier, which knows the generating model and
+is the ceiling any method can reach on the same points.
 
 The real data are read from ``--data``, else from the environment variable
 ``FASTKDS_DATA``, else from a ``shared/data`` folder beside the current
@@ -31,31 +31,15 @@ from pathlib import Path
 
 import numpy as np
 
-# plotting imports only NumPy (matplotlib when a figure is drawn). datasets
-# and metrics load scikit-learn: imported where used, so that the command
-# line can build its parser (which holds this module's options) without a
-# second of imports
+# plotting and paper_report import only NumPy (matplotlib when a figure is
+# drawn). datasets and metrics load scikit-learn: imported where used, so
+# that the command line can build its parser (which holds this module's
+# options) without a second of imports
 from . import plotting
-
-#: The paper's table (accuracy of KDS, of the best other method it reports,
-#: and of k-means), Tasissa et al., Table "Clustering accuracies".
-PAPER = {
-    "moons": {"kds": 0.999, "other": ("LLL-K", 0.950), "kmeans": 0.756},
-    "moons10k": {"kds": 0.999, "other": ("LLL-K", 0.950), "kmeans": 0.756},
-    "mnist5": {"kds": 0.986, "other": ("LLL-K", 0.980), "kmeans": 0.887},
-    "yaleb": {"kds": 1.0, "other": ("SMCE", 1.0), "kmeans": 0.508},
-    "salinas": {"kds": 0.881, "other": ("SMCE", 0.847), "kmeans": 0.774},
-}
-PAPER["yaleb10"] = PAPER["yaleb"]  # the same data, clustered with ten dictionaries
-PAPER["salinas-lr"] = PAPER["salinas"]  # the same data, the learning rate in the data's units
+from .paper_report import format_notes, format_table, seed_range
 
 #: Names accepted by ``--only``.
 NAMES = ("moons", "moons10k", "mnist5", "yaleb", "yaleb10", "salinas", "salinas-lr", "circles")
-
-#: The paper's claim checked on the circles grid: some m separates circles
-#: this close with at least this accuracy.
-CIRCLES_DELTA = 0.05
-CIRCLES_TARGET = 0.99
 
 
 @dataclass
@@ -155,9 +139,7 @@ _SALINAS_TRAINING = PAPER_SETTINGS["salinas"].training
 #: Adam's learning rate is a step in the atoms' own units. The paper's 1e-4
 #: goes with its code's data, the cube scaled globally to [0, 1], where a
 #: band's spread is 0.052; on standardised bands (spread 1) the same step is
-#: about 1e-4 / 0.052 = 2e-3. The rate is a setting chosen on the labels
-#: (its row's ``chosen``), so the row runs on seeds that choice did not see
-#: (docs/experiments.md, "Salinas-A, lr 2e-3").
+#: about 1e-4 / 0.052 = 2e-3 (docs/experiments.md, "Salinas-A, lr 2e-3").
 _SALINAS_TRAINING_SCALED = dict(_SALINAS_TRAINING, learning_rate=2e-3)
 
 
@@ -552,7 +534,7 @@ def run_experiment(exp, data_dir, *, seeds=None, first_seed=None, quick=False, b
     from .metrics import clustering_accuracy
     row = Row(exp)
     data = None
-    for seed in _seed_range(exp, seeds, first_seed):
+    for seed in seed_range(exp, seeds, first_seed):
         if data is None or exp.n_samples:  # generated data change with the seed
             try:
                 data = _load(exp, data_dir, seed, quick)
@@ -603,7 +585,7 @@ def run_circles(grid, *, log=None):
     acc = np.zeros((len(grid.n_atoms), len(grid.deltas), grid.seeds))
     t0 = time.perf_counter()
     for j, delta in enumerate(grid.deltas):
-        for q, seed in enumerate(_seed_range(grid)):
+        for q, seed in enumerate(seed_range(grid)):
             Y, y = datasets.make_circles(grid.n_samples, delta, random_state=seed)
             for i, m in enumerate(grid.n_atoms):
                 model, _ = _fit_kds(Y, 2, m, grid.lam, grid.n_iter, 100, seed)
@@ -652,7 +634,7 @@ def paper_figures(rows, grid, directory, *, quick=False):
     from .datasets import make_circles
 
     plotting.require_matplotlib()
-    figure = plotting._figure
+    figure = plotting.new_figure
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
     written = []
@@ -677,9 +659,9 @@ def paper_figures(rows, grid, directory, *, quick=False):
     if "mnist5" in by_name:
         r = by_name["mnist5"]
         title = f"MNIST-5: {min(100, r.exp.n_atoms)} of the {r.exp.n_atoms} learned atoms"
-        n_rows, n_cols = plotting._atom_grid_shape(len(r.model.components_), 10, None)
+        n_rows, n_cols = plotting.atom_grid_shape(len(r.model.components_))
         written.append(_save(plotting.plot_atom_grid(
-            r.model.components_, (28, 28), ax=figure(plotting._atom_grid_size(n_rows, n_cols, title)).add_subplot(),
+            r.model.components_, (28, 28), ax=figure(plotting.atom_grid_figsize(n_rows, n_cols, title)).add_subplot(),
             n_cols=n_cols, n_rows=n_rows, title=title), directory, "mnist_atoms.png"))
     embedded = by_name.get("mnist5") or next(iter(by_name.values()), None)
     if embedded is not None:
@@ -687,133 +669,6 @@ def paper_figures(rows, grid, directory, *, quick=False):
             embedded.model.embedding_, embedded.data[1], ax=figure((4.4, 3.8)).add_subplot(),
             title=f"{embedded.exp.title}: spectral embedding of the codes"), directory, "embedding.png"))
     return written
-
-
-# -- printing ----------------------------------------------------------------------
-
-
-def _f(x, digits=4):
-    return "" if x is None else f"{x:.{digits}f}"
-
-
-def _seed_range(exp, seeds=None, first_seed=None):
-    """The seeds an Experiment or CirclesGrid runs, with the command line's overrides."""
-    first = exp.first_seed if first_seed is None else first_seed
-    return range(first, first + (exp.seeds if seeds is None else seeds))
-
-
-def _span(seeds):
-    """Consecutive seeds as text: "10-19", or "3" for one."""
-    seeds = list(seeds)
-    return f"{seeds[0]}" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]}"
-
-
-def chosen_note(exp, seeds):
-    """What was chosen by looking at accuracy, on which seeds, and whether
-    the figures reported on ``seeds`` are free of that choice ("" if nothing was)."""
-    if not exp.chosen:
-        return ""
-    seen = sorted(set(seeds) & set(exp.chosen_on))
-    verdict = (
-        "these figures are on seeds it did not see"
-        if not seen
-        else f"these figures include seeds it saw ({len(seen)} of {len(list(seeds))}), so they overstate"
-    )
-    return f"Chosen by accuracy on seeds {_span(exp.chosen_on)}: {exp.chosen}; {verdict}"
-
-
-def format_table(rows, grid=None):
-    """The results as a Markdown table (and the circles grid below it).
-
-    Parameters
-    ----------
-    rows : list of Row
-    grid : CirclesGrid or None
-
-    Returns
-    -------
-    str
-    """
-    head = (
-        "| dataset | n | d | k | m | T | lam | KDS mean | KDS min | seeds | fit s | paper KDS | "
-        "paper best other | paper KMeans | KMeans | Spectral kNN | Spectral s | Bayes |"
-    )
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
-    for r in rows:
-        e = r.exp
-        p = PAPER.get(e.name, {})
-        paper = [_f(p.get("kds"), 3), f"{p['other'][1]:.3f} ({p['other'][0]})" if p else "", _f(p.get("kmeans"), 3)]
-        if r.missing:
-            lines.append(
-                f"| {e.title} | | | {e.k} | {e.n_atoms} | {e.n_iter} | {e.lam:g} | {r.missing} | | | | "
-                + " | ".join(paper) + " | | | | |"
-            )
-            continue
-        mean = lambda v: _f(np.mean(v)) if v else ""  # noqa: E731
-        lines.append(
-            f"| {e.title} | {r.n} | {r.d} | {e.k} | {e.n_atoms} | {e.n_iter} | {e.lam:g} | "
-            f"{mean(r.accuracy)} | {_f(min(r.accuracy))} | {_span(r.seeds)} | {np.mean(r.fit_seconds):.2f} | "
-            + " | ".join(paper)
-            + f" | {mean(r.kmeans)} | {mean(r.spectral)} | "
-            f"{_f(np.mean(r.spectral_seconds), 2) if r.spectral_seconds else ''} | {mean(r.bayes)} |"
-        )
-    if grid is not None and grid.accuracy is not None:
-        lines.append(circles_summary_line(grid))
-    out = "\n".join(lines)
-    if grid is not None and grid.accuracy is not None:
-        out += "\n\n" + format_grid(grid)
-    return out
-
-
-def circles_best(grid, delta=CIRCLES_DELTA):
-    """The best cell of the circles grid at separation ``delta``.
-
-    Parameters
-    ----------
-    grid : CirclesGrid
-        A filled grid.
-    delta : float, default=0.05
-        Falls back to the grid's smallest delta when not on the grid.
-
-    Returns
-    -------
-    delta : float
-    n_atoms : int
-        The m of highest mean accuracy over the seeds.
-    mean, minimum : float
-        Its accuracy over the seeds.
-    """
-    deltas = np.asarray(grid.deltas, dtype=float)
-    hit = np.flatnonzero(np.isclose(deltas, delta))
-    j = int(hit[0]) if hit.size else int(np.argmin(deltas))
-    mean = grid.accuracy[:, j].mean(axis=1)
-    i = int(np.argmax(mean))
-    return float(deltas[j]), grid.n_atoms[i], float(mean[i]), float(grid.accuracy[i, j].min())
-
-
-def circles_summary_line(grid):
-    """The circles row of the table: the best m at delta = 0.05."""
-    delta, m, mean, low = circles_best(grid)
-    return (
-        f"| circles, delta={delta:g} (best m of the grid) | {grid.n_samples} | 2 | 2 | {m} | {grid.n_iter} | "
-        f"{grid.lam:g} | {mean:.4f} | {low:.4f} | {_span(_seed_range(grid))} | {grid.seconds / grid.accuracy.size:.2f} | "
-        f">= 0.99 (heat map) | | | | | | |"
-    )
-
-
-def format_grid(grid):
-    """The circles heat map as a Markdown table (mean accuracy over seeds)."""
-    head = "| m \\ delta | " + " | ".join(f"{d:g}" for d in grid.deltas) + " |"
-    lines = [
-        f"Concentric circles (n={grid.n_samples}, T={grid.n_iter}, lam={grid.lam:g}, "
-        f"seeds {_span(_seed_range(grid))}, mean accuracy per cell):",
-        "",
-        head,
-        "|" + "---|" * (len(grid.deltas) + 1),
-    ]
-    for i, m in enumerate(grid.n_atoms):
-        lines.append(f"| {m} | " + " | ".join(f"{a:.3f}" for a in grid.accuracy[i].mean(axis=1)) + " |")
-    return "\n".join(lines)
 
 
 # -- command line --------------------------------------------------------------------
@@ -889,16 +744,9 @@ def run(args, out=None):
         run_circles(grid, log=log)
     log("")
     log(format_table(rows, grid))
-    # each row's note, then (next to it) what was chosen on the labels
-    notes = [
-        f"- {r.exp.title}: " + ". ".join(t for t in (r.exp.note, chosen_note(r.exp, r.seeds)) if t)
-        for r in rows
-        if r.exp.note or (r.exp.chosen and r.seeds)
-    ]
-    if grid is not None and grid.chosen:
-        notes.append(f"- circles: {chosen_note(grid, _seed_range(grid))}")
+    notes = format_notes(rows, grid)
     if notes:
-        log("\n" + "\n".join(notes))
+        log("\n" + notes)
     if args.figures is not None:
         for path in paper_figures(rows, grid, args.figures, quick=args.quick):
             log(f"wrote {path}")

@@ -530,7 +530,7 @@ class Reader:
                 and _is_name_list(nested)):
             raise self.fail(f"entry '{prefix}params' is malformed")
         names = [*values, *arrays, *states, *nested]
-        unknown = sorted(set(names) - set(cls._get_param_names()))
+        unknown = sorted(set(names) - set(cls().get_params(deep=False)))
         if unknown:
             raise self.fail(f"unknown parameters {unknown} of {cls.__name__} in '{prefix}params'")
         if len(set(names)) != len(names):

@@ -13,8 +13,9 @@ Without ``ax`` a helper opens a new figure through :mod:`matplotlib.pyplot`
 (so ``plt.show()``, ``ax.figure.show()`` and notebooks display it) and
 returns its Axes. No helper calls ``plt.show()``. The paper's figures are
 drawn with these helpers by :func:`fastkds.experiments.paper_figures`, on
-figures outside pyplot's state, so a run writing many files keeps none of
-them open.
+figures outside pyplot's state (:func:`new_figure`), so a run writing many
+files keeps none of them open; :func:`atom_grid_shape` and
+:func:`atom_grid_figsize` size a figure for :func:`plot_atom_grid`.
 
 matplotlib is imported only when a figure is drawn; without it every
 function raises an ImportError that names the extra to install.
@@ -46,8 +47,33 @@ def require_matplotlib():
     return matplotlib
 
 
-def _figure(figsize):
-    """A Figure outside pyplot's state (for files written in a loop)."""
+def new_figure(figsize):
+    """A matplotlib Figure outside pyplot's state, for figures written to files.
+
+    pyplot keeps every figure it opens until it is closed; a Figure made
+    here is freed with its last reference, so a loop writing many files
+    keeps none of them open. Draw on it with ``new_figure(size).add_subplot()``
+    and the ``plot_*`` helpers' ``ax=``.
+
+    Parameters
+    ----------
+    figsize : (float, float)
+        Width and height in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        With the constrained layout.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> from fastkds.plotting import new_figure
+    >>> before = plt.get_fignums()
+    >>> ax = new_figure((4, 3)).add_subplot()
+    >>> plt.get_fignums() == before
+    True
+    """
     require_matplotlib()
     from matplotlib.figure import Figure
 
@@ -190,11 +216,46 @@ def plot_heatmap(n_atoms, deltas, accuracy, *, ax=None, title=None, colorbar=Tru
     return ax
 
 
-def _atom_grid_shape(m, n_cols, n_rows):
-    return (min(10, -(-m // n_cols)) if n_rows is None else n_rows), n_cols
+def atom_grid_shape(n_atoms, n_cols=10, n_rows=None):
+    """Rows and columns of :func:`plot_atom_grid`'s grid of ``n_atoms`` atoms.
+
+    Parameters
+    ----------
+    n_atoms : int
+    n_cols : int, default=10
+    n_rows : int or None, default=None
+        None: as many rows as the atoms need, at most 10.
+
+    Returns
+    -------
+    n_rows, n_cols : int
+
+    Examples
+    --------
+    >>> from fastkds.plotting import atom_grid_shape
+    >>> atom_grid_shape(23, 5)
+    (5, 5)
+    >>> atom_grid_shape(500)    # at most 10 rows: the first 100 atoms
+    (10, 10)
+    """
+    return (min(10, -(-n_atoms // n_cols)) if n_rows is None else n_rows), n_cols
 
 
-def _atom_grid_size(n_rows, n_cols, title):
+def atom_grid_figsize(n_rows, n_cols, title=None):
+    """Figure size (inches) of a grid of atom images: half an inch an atom,
+    and room for a title when there is one.
+
+    Parameters
+    ----------
+    n_rows, n_cols : int
+        From :func:`atom_grid_shape`.
+    title : str or None, default=None
+
+    Returns
+    -------
+    (float, float)
+        Width and height, for :func:`new_figure` or pyplot.
+    """
     return 0.5 * n_cols, 0.5 * n_rows + (0.3 if title else 0)
 
 
@@ -240,7 +301,7 @@ def plot_atom_grid(atoms, image_shape, *, ax=None, n_cols=10, n_rows=None, title
     h, w = image_shape
     if atoms.ndim != 2 or atoms.shape[1] != h * w:
         raise ValueError(f"atoms of shape {atoms.shape} are not images of shape {image_shape}")
-    n_rows, n_cols = _atom_grid_shape(atoms.shape[0], n_cols, n_rows)
+    n_rows, n_cols = atom_grid_shape(atoms.shape[0], n_cols, n_rows)
     count = min(atoms.shape[0], n_rows * n_cols)
     canvas = np.full((n_rows * (h + 1) + 1, n_cols * (w + 1) + 1), np.nan)
     for idx in range(count):
@@ -250,7 +311,7 @@ def plot_atom_grid(atoms, image_shape, *, ax=None, n_cols=10, n_rows=None, title
         canvas[1 + r * (h + 1) : 1 + r * (h + 1) + h, 1 + c * (w + 1) : 1 + c * (w + 1) + w] = (
             (a - a.min()) / span if span > 0 else 0.0
         )
-    ax = _axes(ax, _atom_grid_size(n_rows, n_cols, title))
+    ax = _axes(ax, atom_grid_figsize(n_rows, n_cols, title))
     ax.imshow(canvas, cmap="gray_r", interpolation="nearest")
     ax.set_axis_off()
     if title:

@@ -16,6 +16,7 @@ from sklearn.cluster import kmeans_plusplus
 from . import _config, _progress
 from ._config import numba_threads
 from ._validation import check_positive_int
+from .encoding import chunk_rows
 from .exceptions import KDSConvergenceWarning, OffCentreDataWarning, warn
 from .prepared import OFFSET_STEP_RATIO_WARN, PreparedDictionary, offset_step_ratio
 from .solvers import fit_alternating
@@ -167,12 +168,56 @@ def initial_dictionary(Y, init, rng, p):
     return W
 
 
-def chunk_size(backend, p, n_features, n_atoms):
-    """Points encoded at once: the ``chunk_size`` parameter, or the backend's
-    choice for its memory budget."""
-    if p["chunk_size"] is not None:
-        return p["chunk_size"]
-    return backend.chunk_size(n_features, n_atoms, 8)
+def seeding_sample(take, rng, n, n_atoms):
+    """The points k-means++ seeds the atoms from when all ``n`` are too many
+    to load: :func:`seeding_size` random rows, gathered by ``take(sorted_indices)``."""
+    return take(np.sort(random_rows(rng, n, seeding_size(n, n_atoms))))
+
+
+def fit_exact(Y, p, n_pre, init, rng, *, take, seeding_points, backend, sample_backend=None, display):
+    """The exact solver's fit: the warm-start subsamples, the initial atoms
+    and the stages, wherever the points live.
+
+    The in-memory fit and the Dask fit both run this; they differ only in
+    how rows are gathered and where the epochs on all points run, which
+    they pass in.
+
+    Parameters
+    ----------
+    Y : ndarray, fastkds.sources.ChunkSource or dask.array.Array
+        The checked points (read for their ``shape`` and ``dtype``, and by
+        the last stage).
+    p : dict
+        The fit's validated parameters, with ``n_atoms`` for these points
+        (:func:`fastkds._validation.fit_n_atoms`).
+    n_pre : int
+        Points of the first warm-start subsample (:func:`presample_size`).
+    init : {"k-means++", "random"} or ndarray
+    rng : numpy.random.RandomState
+    take : callable
+        ``take(sorted_indices)``: those rows of ``Y`` in memory.
+    seeding_points : callable
+        ``seeding_points()``: what the initial atoms are drawn from when
+        there is no warm-start subsample (see :func:`initial_dictionary`);
+        called after the subsamples are drawn, from the same ``rng``.
+    backend : backend
+        Runs the epochs on all points.
+    sample_backend : backend or None, default=None
+        Runs the epochs on the subsamples, which are in memory (None: ``backend``).
+    display : estimator
+        Whose ``verbose`` sets the epoch display.
+
+    Returns
+    -------
+    dict
+        The fitted attributes (see :func:`fit_stages`).
+    """
+    n, d = Y.shape
+    samples = nested_samples(take, rng, n, presample_ladder(n_pre, n, d, Y.dtype.itemsize))
+    W = initial_dictionary(samples[0] if samples else seeding_points(), init, rng, p)
+    stages = [("subsample", sample, sample_backend or backend) for sample in samples]
+    stages.append(("all points", Y, backend))
+    return fit_stages(stages, W, p, rng, Y.dtype, display)
 
 
 def fit_stages(stages, W, p, rng, dtype, display):
@@ -213,7 +258,7 @@ def fit_stages(stages, W, p, rng, dtype, display):
                     tol=p["tol"],
                     step=p["step"],
                     encoder=p["encoder"],
-                    chunk_size=chunk_size(backend, p, data.shape[1], p["n_atoms"]),
+                    chunk_size=chunk_rows(backend, p["chunk_size"], data.shape[1], p["n_atoms"]),
                     random_state=rng,
                     backend=backend,
                     progress=progress,

@@ -55,6 +55,7 @@ LAYERS = {
     # the command line and the paper's experiments
     "plotting": 6,
     "experiments": 6,
+    "paper_report": 6,
     "cli": 7,
     "__main__": 7,
     "__init__": 7,

@@ -14,14 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fastkds import experiments, make_moons
+from fastkds import experiments, make_moons, paper_report
 from fastkds.cli import main as cli_main
 from fastkds.experiments import (
     NAMES,
     CirclesGrid,
     add_arguments,
     find_data_dir,
-    format_table,
     moons_bayes_labels,
     run,
 )
@@ -74,7 +73,7 @@ def test_quick_run_prints_every_row(quick_run):
     for r in rows:
         cells = table[r.exp.title]
         # The paper's KDS figure sits beside every row.
-        assert cells[11] == f"{experiments.PAPER[r.exp.name]['kds']:.3f}"
+        assert cells[11] == f"{paper_report.PAPER[r.exp.name]['kds']:.3f}"
         if r.exp.name in REAL and not (DATA / REAL[r.exp.name]).is_dir():
             assert "data not found" in cells[7]
             continue
@@ -186,9 +185,9 @@ def test_circles_row_reports_delta_005():
     grid = CirclesGrid((5, 10, 20), (0.05, 0.5), 100, 5.0, 30, 2)
     grid.accuracy = np.array([[[0.6, 0.5], [0.9, 0.8]], [[0.99, 1.0], [1.0, 1.0]], [[0.97, 0.95], [1.0, 1.0]]])
     grid.seconds = 1.2
-    delta, m, mean, low = experiments.circles_best(grid)
+    delta, m, mean, low = paper_report.circles_best(grid)
     assert (delta, m, mean, low) == (0.05, 10, pytest.approx(0.995), 0.99)
-    text = format_table([], grid)
+    text = paper_report.format_table([], grid)
     assert re.search(r"\| circles, delta=0\.05 \(best m of the grid\) \| 100 \| 2 \| 2 \| 10 \|", text)
     assert "| 10 | 0.995 | 1.000 |" in text  # the grid table: mean over seeds
 
@@ -292,13 +291,13 @@ def test_label_chosen_rows_report_unseen_seeds():
     chosen = [e for e in exps if e.chosen]
     assert {getattr(e, "name", "circles") for e in chosen} == set(NAMES)
     for e in chosen:
-        seeds = experiments._seed_range(e)
+        seeds = paper_report.seed_range(e)
         assert not set(seeds) & set(e.chosen_on), e
-        assert experiments.chosen_note(e, seeds).endswith("on seeds it did not see")
+        assert paper_report.chosen_note(e, seeds).endswith("on seeds it did not see")
     salinas = {e.name: e for e in exps if e.chosen and hasattr(e, "name")}["salinas-lr"]
-    assert list(experiments._seed_range(salinas)) == list(range(40, 80))
+    assert list(paper_report.seed_range(salinas)) == list(range(40, 80))
     # the tuning seeds, asked for on the command line, are flagged as such
-    note = experiments.chosen_note(salinas, experiments._seed_range(salinas, 10, 0))
+    note = paper_report.chosen_note(salinas, paper_report.seed_range(salinas, 10, 0))
     assert "seeds it saw (10 of 10), so they overstate" in note
 
 

@@ -27,7 +27,7 @@ from ._base import (
     commit_fit,
     is_fitted,
 )
-from .kds import KDS, check_fit_params, read_fit_params
+from .kds import KDS, check_fit_params, fit_attributes, fitted_encoder, read_fit_params
 
 
 @persistence.register
@@ -193,7 +193,7 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         """The :class:`KDS` this model fits: its shared parameters (``n_atoms``
         resolved for ``n_samples`` points and ``n_clusters``, None for
         "auto"), and a seed from ``rng``."""
-        params = {name: getattr(self, name) for name in KDS._get_param_names()}
+        params = {name: getattr(self, name) for name in KDS().get_params(deep=False)}
         if isinstance(self.n_atoms, str):  # "auto", as check_clustering_params makes sure
             params["n_atoms"] = auto_n_atoms(n_samples, n_clusters)
         params["random_state"] = rng.randint(np.iinfo(np.int32).max)
@@ -236,10 +236,10 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         t0 = time.perf_counter()
         if dask:
             Y = _dask.persist(Y)  # the dictionary's epochs and the encoding read it
-        commit_fit(kds, {**kds._fit_validated(Y), "n_features_in_": Y.shape[1]})
+        commit_fit(kds, {**fit_attributes(kds, Y), "n_features_in_": Y.shape[1]})
         timings["dictionary"] = time.perf_counter() - t0
         if dask:
-            results = _dask.ClusteringResults(Y, kds, check_n_jobs(self.n_jobs))
+            results = _dask.ClusteringResults(Y, fitted_encoder(kds), check_n_jobs(self.n_jobs))
         else:
             results = ClusteringResults(out, Y.shape[0], kds.components_.shape[0], Y.dtype)
         try:
@@ -248,7 +248,7 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
                 stats = results.encode()
             else:
                 stats = SufficientStatistics(kds.components_.shape[0], Y.shape[1])
-                kds._run(Y, stats, codes_out=results.codes)
+                fitted_encoder(kds).run(Y, stats, codes_out=results.codes)
             timings["encode"] = time.perf_counter() - t0
             spectrum, n_clusters, kmeans = cluster_codes(
                 stats.XtX, stats.s, kds.components_, results, rng, params, timings
@@ -279,7 +279,7 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         if _dask.is_dask_array(X):
             return _dask.transform_clustering(self, X)
         Y = check_input(self, X, reset=False)
-        return normalize_rows(self.spectrum_.embed(self.kds_._encode(Y), self.n_clusters_), copy=False)
+        return normalize_rows(self.spectrum_.embed(fitted_encoder(self.kds_).encode(Y), self.n_clusters_), copy=False)
 
     def predict(self, X):
         """Cluster labels of new points: encode, embed, nearest k-means centre.

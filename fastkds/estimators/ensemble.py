@@ -32,7 +32,7 @@ from ..sources import ChunkSource
 from ..spectral import ClusteringResults, cluster_codes, normalize_rows
 from . import _saved
 from ._base import EmbeddingFeaturesMixin, SaveMixin, check_fit_input, check_input, commit_fit, is_fitted
-from .kds import KDS
+from .kds import KDS, fit_attributes, fitted_encoder
 
 
 def _fit_dictionary(kds, Y, threads=None):
@@ -47,7 +47,7 @@ def _fit_dictionary(kds, Y, threads=None):
     the list is empty.
     """
     if threads is None:
-        fitted = kds._fit_validated(Y)
+        fitted = fit_attributes(kds, Y)
         caught = []
     else:
         n_jobs = kds.n_jobs
@@ -56,7 +56,7 @@ def _fit_dictionary(kds, Y, threads=None):
         try:
             with warnings.catch_warnings(record=True) as records:
                 warnings.simplefilter("always")
-                fitted = kds._fit_validated(Y)
+                fitted = fit_attributes(kds, Y)
         finally:
             kds.n_jobs = n_jobs
         caught = [(str(w.message), w.category) for w in records]
@@ -187,7 +187,7 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         """Codes of validated ``Y`` in every dictionary (``estimators_`` by
         default), side by side, scaled by 1/r."""
         estimators = self.estimators_ if estimators is None else estimators
-        joint = sp.hstack([kds._encode(Y) for kds in estimators], format="csr")
+        joint = sp.hstack([fitted_encoder(kds).encode(Y) for kds in estimators], format="csr")
         joint.data *= 1.0 / len(estimators)  # in place: the codes are the largest object
         return joint
 

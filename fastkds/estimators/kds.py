@@ -21,12 +21,13 @@ from .._validation import (
     check_verbose,
     fit_n_atoms,
 )
-from ..diskcodes import DiskCodesWriter, check_out_folder
+from ..diskcodes import check_out_folder
+from ..encoding import FittedEncoder, chunk_rows
 from ..exceptions import warn
 from ..online import RunningStatistics, online_step
-from ..prepared import PreparedDictionary, check_encoder, check_step, concatenate_csr
+from ..prepared import PreparedDictionary, check_encoder, check_step
 from ..solvers import SufficientStatistics
-from ..sources import ChunkSource, random_rows
+from ..sources import ChunkSource
 from ..unrolled import UnrolledTrainer, fit_unrolled, step_size, theta_from_step
 from ._base import (
     KDS_PARAMS_DOC,
@@ -217,84 +218,6 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         p.update(check_solver_params(self))
         return p
 
-    def _run(self, Y, stats=None, codes_out=None):
-        """One encoding pass over validated ``Y`` with the learned dictionary."""
-        p = self._encoding_params()
-        W = self.components_
-        backend = get_backend(self.device, p["encoder"])
-        prepared = backend.prepare(W, p["lam"], p["n_iter"], Y.dtype, p["step"], p["encoder"])
-        if p["solver"] == "unrolled" and (p["train_step"] or p["freeze_step"]):  # not 1/sigma_max^2
-            prepared.alpha_value = float(self.step_)
-            prepared.alpha = prepared.dtype.type(self.step_)
-        with numba_threads(p["n_jobs"]):
-            chunk_size = warmstart.chunk_size(backend, p, Y.shape[1], W.shape[0])
-            backend.run_epoch(Y, prepared, chunk_size, stats, codes_out=codes_out)
-
-    def _fit_unrolled(self, Y, p, rng):
-        """The unrolled solver's fit (see :mod:`fastkds.unrolled`); returns
-        the fitted attributes."""
-        W = warmstart.initial_dictionary(Y, self.init, rng, p)
-        bar, progress = _progress.epochs(self, f"KDS unrolled epochs (n={Y.shape[0]:,})", p["max_epochs"])
-        try:
-            with numba_threads(p["n_jobs"]):
-                trainer, history = fit_unrolled(
-                    Y, W, lam=p["lam"], n_iter=p["n_iter"], max_epochs=p["max_epochs"],
-                    batch_size=p["batch_size"], learning_rate=p["learning_rate"], clip_norm=p["clip_norm"],
-                    shuffle=p["shuffle"], train_step=p["train_step"], random_state=rng, progress=progress,
-                    freeze_step=p["freeze_step"],
-                )
-        finally:
-            _progress.close(bar)
-        return {
-            "_stream_state": {"solver": "unrolled", "rng": rng, "trainer": trainer},
-            "components_": trainer.W.astype(Y.dtype),
-            "step_": trainer.step,
-            "n_iter_": p["max_epochs"],
-            "objective_": np.asarray(history),
-        }
-
-    def _fit_validated(self, Y):
-        """Fit on data already checked by :func:`check_fit_input`.
-
-        Returns the fitted attributes (name -> value) for
-        :func:`commit_fit`, without setting any: a fit that fails leaves
-        the estimator as it was.
-        """
-        p = self._validated_params()
-        if _dask.is_dask_array(Y):
-            return _dask.fit_dictionary(
-                Y, p, init=self.init, presample=self.presample, random_state=self.random_state, display=self
-            )
-        n, d = Y.shape
-        p["n_atoms"] = fit_n_atoms(n, p["n_atoms"], self.init)
-        backend = get_backend(self.device, p["encoder"])
-        rng = check_random_state(self.random_state)
-        if p["solver"] == "unrolled":
-            if isinstance(Y, ChunkSource):
-                if n * d * Y.dtype.itemsize > _config.LOAD_WHOLE_BYTES:
-                    raise ValueError(
-                        "solver='unrolled' trains on shuffled mini-batches of in-memory data; "
-                        "for data read chunk by chunk call partial_fit on each chunk, or use solver='exact'"
-                    )
-                Y = Y.to_array()
-            return self._fit_unrolled(Y, p, rng)
-        n_pre = warmstart.presample_size(self.presample, self.n_atoms, n)
-        if not n_pre and isinstance(Y, ChunkSource) and n * d * Y.dtype.itemsize <= _config.LOAD_WHOLE_BYTES:
-            Y = Y.to_array()  # small: fit exactly as on the in-memory array
-        ladder = warmstart.presample_ladder(n_pre, n, d, Y.dtype.itemsize)
-        samples = warmstart.nested_samples(lambda rows: take_rows(Y, rows), rng, n, ladder)
-        if samples:
-            Y_first = samples[0]
-        elif isinstance(Y, ChunkSource):
-            # too large to load: k-means++ on a random subsample seeds the atoms
-            Y_first = Y.take(np.sort(random_rows(rng, n, warmstart.seeding_size(n, p["n_atoms"]))))
-        else:
-            Y_first = Y
-        W = warmstart.initial_dictionary(Y_first, self.init, rng, p)
-        stages = [("subsample", sample, backend) for sample in samples]
-        stages.append(("all points", Y, backend))
-        return warmstart.fit_stages(stages, W, p, rng, Y.dtype, self)
-
     def partial_fit(self, X, y=None):
         """Update the dictionary with one chunk of a stream of data.
 
@@ -372,7 +295,7 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
                 W, F, _ = online_step(
                     Y, state["W"], state["running"], lam=p["lam"], n_iter=p["n_iter"], step=p["step"],
                     encoder=p["encoder"],
-                    chunk_size=warmstart.chunk_size(backend, p, Y.shape[1], state["W"].shape[0]), backend=backend,
+                    chunk_size=chunk_rows(backend, p["chunk_size"], Y.shape[1], state["W"].shape[0]), backend=backend,
                     random_state=state["rng"],
                 )
                 state["W"] = W
@@ -389,24 +312,6 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         else:
             vars(self).update(fitted)  # one step; the feature attributes stay
         return self
-
-    def _encode(self, Y, *, statistics=False, out=None):
-        """Codes of validated ``Y`` and, optionally, their sufficient statistics.
-
-        With ``out`` (a folder) the codes are written there chunk by chunk
-        and come back memory-mapped (see :mod:`fastkds.diskcodes`).
-        """
-        m = self.components_.shape[0]  # not n_atoms, which set_params may have changed
-        stats = SufficientStatistics(m, Y.shape[1])
-        parts = [] if out is None else DiskCodesWriter(out, m, Y.dtype)
-        try:
-            self._run(Y, stats if statistics else None, codes_out=parts)
-        except BaseException:
-            if out is not None:
-                parts.abort()
-            raise
-        codes = concatenate_csr(parts, m, Y.dtype) if out is None else parts.close()
-        return (codes, stats) if statistics else codes
 
     # -- public API ----------------------------------------------------------
 
@@ -428,7 +333,7 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         self : KDS
         """
         Y, fitted = check_fit_input(self, X)
-        fitted.update(self._fit_validated(Y))
+        fitted.update(fit_attributes(self, Y))
         commit_fit(self, fitted)
         return self
 
@@ -456,11 +361,11 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         check_is_fitted(self)
         refuse_dataframe_output(self)
         if _dask.is_dask_array(X):
-            return _dask.transform_kds(self, X, out)
+            return _dask.transform_kds(self, X, fitted_encoder(self), out)
         if out is not None:
             check_out_folder(out, X)
         Y = check_input(self, X, reset=False)
-        return self._encode(Y, out=out)
+        return fitted_encoder(self).encode(Y, out=out)
 
     def fit_transform(self, X, y=None):
         """Fit, then return the codes of ``X`` (see :meth:`transform`).
@@ -479,11 +384,11 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         if _dask.is_dask_array(X):
             return self.fit(X).transform(X)
         Y, fitted = check_fit_input(self, X)
-        fitted.update(self._fit_validated(Y))
+        fitted.update(fit_attributes(self, Y))
         # encoded by a fitted copy: the model changes only once the codes are made
         model = copy.copy(self)
         commit_fit(model, fitted)
-        codes = model._encode(Y)
+        codes = fitted_encoder(model).encode(Y)
         commit_fit(self, fitted)
         return codes
 
@@ -539,10 +444,10 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         """
         check_is_fitted(self)
         if _dask.is_dask_array(X):
-            return -_dask.score_kds(self, X)
+            return _dask.objective_kds(self, X, fitted_encoder(self))
         Y = check_input(self, X, reset=False)
         stats = SufficientStatistics(self.components_.shape[0], Y.shape[1])
-        self._run(Y, stats)
+        fitted_encoder(self).run(Y, stats)
         return stats.mean_objective
 
     def score(self, X, y=None):
@@ -670,7 +575,7 @@ def check_fit_params(est, n_atoms, n_features):
     ``n_atoms`` is None for KDSClustering's unresolved ``"auto"``;
     ``n_features`` is None for an unfitted model.
     """
-    probe = KDS(**{name: getattr(est, name) for name in KDS._get_param_names()})
+    probe = KDS(**{name: getattr(est, name) for name in KDS().get_params(deep=False)})
     # an unresolved "auto" stands as 1, which passes every check that depends on the count
     probe.n_atoms = 1 if n_atoms is None else n_atoms
     p = probe._validated_params()
@@ -680,3 +585,105 @@ def check_fit_params(est, n_atoms, n_features):
     warmstart.check_init(est.init, rows if n_atoms is None else n_atoms, cols if n_features is None else n_features)
     check_choice(est.device, "device", DEVICES)
     check_random_state(est.random_state)
+
+# -- what the clusterers and the Dask path call -------------------------------
+
+
+def fitted_encoder(kds):
+    """The encoder of a fitted :class:`KDS`, with its parameters validated now.
+
+    :meth:`KDS.transform`, :meth:`KDS.objective` and the clusterers encode
+    through it. The parameters are read at each call, not only at the fit:
+    ``set_params`` may change them on a fitted model. The number of atoms
+    is not among them: it is that of ``components_``.
+
+    Parameters
+    ----------
+    kds : KDS
+        Fitted.
+
+    Returns
+    -------
+    fastkds.encoding.FittedEncoder
+    """
+    p = kds._encoding_params()
+    # the unrolled solver's trained or frozen step is kept, not the rule's 1/sigma_max^2
+    learned = p["solver"] == "unrolled" and (p["train_step"] or p["freeze_step"])
+    return FittedEncoder(
+        kds.components_, lam=p["lam"], n_iter=p["n_iter"], step=p["step"], encoder=p["encoder"],
+        chunk_size=p["chunk_size"], n_jobs=p["n_jobs"], device=kds.device,
+        fixed_step=float(kds.step_) if learned else None,
+    )
+
+
+def fit_attributes(kds, Y):
+    """Fit ``kds`` on data already checked by :func:`check_fit_input`.
+
+    Parameters
+    ----------
+    kds : KDS
+    Y : ndarray, fastkds.sources.ChunkSource or dask.array.Array
+
+    Returns
+    -------
+    dict
+        The fitted attributes (name -> value) for :func:`commit_fit`, none
+        of them set: a fit that fails leaves the estimator as it was.
+    """
+    p = kds._validated_params()
+    if _dask.is_dask_array(Y):
+        return _dask.fit_dictionary(
+            Y, p, init=kds.init, presample=kds.presample, random_state=kds.random_state, display=kds
+        )
+    n, d = Y.shape
+    p["n_atoms"] = fit_n_atoms(n, p["n_atoms"], kds.init)
+    backend = get_backend(kds.device, p["encoder"])
+    rng = check_random_state(kds.random_state)
+    if p["solver"] == "unrolled":
+        if isinstance(Y, ChunkSource):
+            if n * d * Y.dtype.itemsize > _config.LOAD_WHOLE_BYTES:
+                raise ValueError(
+                    "solver='unrolled' trains on shuffled mini-batches of in-memory data; "
+                    "for data read chunk by chunk call partial_fit on each chunk, or use solver='exact'"
+                )
+            Y = Y.to_array()
+        return _fit_unrolled(kds, Y, p, rng)
+    n_pre = warmstart.presample_size(kds.presample, kds.n_atoms, n)
+    if not n_pre and isinstance(Y, ChunkSource) and n * d * Y.dtype.itemsize <= _config.LOAD_WHOLE_BYTES:
+        Y = Y.to_array()  # small: fit exactly as on the in-memory array
+
+    def take(rows):
+        return take_rows(Y, rows)
+
+    def seeding_points():
+        if isinstance(Y, ChunkSource):  # too large to load: k-means++ on a random subsample
+            return warmstart.seeding_sample(take, rng, n, p["n_atoms"])
+        return Y
+
+    return warmstart.fit_exact(
+        Y, p, n_pre, kds.init, rng, take=take, seeding_points=seeding_points, backend=backend, display=kds
+    )
+
+
+def _fit_unrolled(kds, Y, p, rng):
+    """The unrolled solver's fit (see :mod:`fastkds.unrolled`); returns the
+    fitted attributes."""
+    W = warmstart.initial_dictionary(Y, kds.init, rng, p)
+    bar, progress = _progress.epochs(kds, f"KDS unrolled epochs (n={Y.shape[0]:,})", p["max_epochs"])
+    try:
+        with numba_threads(p["n_jobs"]):
+            trainer, history = fit_unrolled(
+                Y, W, lam=p["lam"], n_iter=p["n_iter"], max_epochs=p["max_epochs"],
+                batch_size=p["batch_size"], learning_rate=p["learning_rate"], clip_norm=p["clip_norm"],
+                shuffle=p["shuffle"], train_step=p["train_step"], random_state=rng, progress=progress,
+                freeze_step=p["freeze_step"],
+            )
+    finally:
+        _progress.close(bar)
+    return {
+        "_stream_state": {"solver": "unrolled", "rng": rng, "trainer": trainer},
+        "components_": trainer.W.astype(Y.dtype),
+        "step_": trainer.step,
+        "n_iter_": p["max_epochs"],
+        "objective_": np.asarray(history),
+    }
