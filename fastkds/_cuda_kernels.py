@@ -11,10 +11,14 @@ never does.
 The kernels are twins of :mod:`fastkds._kernels`: the same
 mathematics, generic in float32/float64, with every constant taken from the
 typed array ``ks = arange(m + 1, dtype)`` (a Python float literal would
-promote float32 arithmetic to float64). Results match the CPU kernels to
-rounding, not bitwise: the GPU compiler contracts ``a * b + c`` into fused
-multiply-adds, ``B = Y W^T`` and ``||y||^2`` are summed in another order than
-BLAS does on the host, and the warp encoder adds its sums as a tree.
+promote float32 arithmetic to float64). The thread encoder's steps (the
+projection, the sparse iterate, the objective) and the CSR fill are the CPU
+kernels' own helpers, :mod:`fastkds._shared_kernels`, compiled again as
+device functions. Results match the CPU kernels to rounding, not bitwise:
+the GPU compiler contracts ``a * b + c`` into fused multiply-adds,
+``B = Y W^T`` and ``||y||^2`` are summed in another order than BLAS does on
+the host, the CPU encoder first tries each point's previous support as it
+is, and the warp encoder adds its sums as a tree.
 
 How threads map to work
 -----------------------
@@ -60,6 +64,8 @@ How threads map to work
 import numba
 import numpy as np
 from numba import cuda
+
+from . import _shared_kernels
 
 # --------------------------------------------------------------------------
 # Warp primitives (the simulator has none: stand-ins below)
@@ -331,142 +337,61 @@ def _make_warp_encode_kernel(R, nbtype):
 
 
 # --------------------------------------------------------------------------
-# Device functions: twins of the CPU projection and encoder
+# Device functions: the CPU encoder's helpers, and the thread encoder's point
 # --------------------------------------------------------------------------
 
 
-@cuda.jit(device=True)
-def _vmax(v):
-    vmax = v[0]
-    for j in range(1, v.shape[0]):
-        if v[j] > vmax:
-            vmax = v[j]
-    return vmax
+def _device(helper):
+    """A helper of :mod:`fastkds._shared_kernels` compiled, from the Python
+    source the CPU kernels compile, as a CUDA device function: the projection
+    and the steps of the iteration are written once, so the thread encoder
+    cannot drift from the CPU encoder. (numba keys a cached kernel to its own
+    file alone: an edit to a helper reaches the kernels cached from this file
+    once that cache is cleared.)"""
+    return cuda.jit(device=True)(helper.py_func)
 
 
-@cuda.jit(device=True)
-def _simplex_support_michelot(v, vmax, floor, ks, cand):
-    """Twin of ``_kernels._simplex_support_michelot``: support and threshold
-    of the projection of ``v`` relative to ``vmax``; the support is
-    ``cand[:k]`` in ascending order. Capped at m + 1 passes (float32 rounding
-    can make the count oscillate); ``while going`` as on the CPU."""
-    m = v.shape[0]
-    one = ks[1]
-    s = ks[0]
-    k = 0
-    for j in range(m):
-        vj = v[j] - vmax
-        if vj > floor:
-            cand[k] = j
-            s += vj
-            k += 1
-    tau = (s - one) / ks[k]
-    passes = 0
-    going = True
-    while going:
-        s = ks[0]
-        k_new = 0
-        for q in range(k):
-            j = cand[q]
-            vj = v[j] - vmax
-            if vj > tau:
-                cand[k_new] = j
-                s += vj
-                k_new += 1
-        passes += 1
-        if k_new == k or passes > m:
-            going = False
-        else:
-            tau = (s - one) / ks[k_new]
-        k = k_new
-    return tau, k
+_vmax = _device(_shared_kernels._vmax)
+_support_floor = _device(_shared_kernels._support_floor)
+_simplex_support_michelot = _device(_shared_kernels._simplex_support_michelot)
+_sq_distances = _device(_shared_kernels._sq_distances)
+_gram_step = _device(_shared_kernels._gram_step)
+_advance_iterate = _device(_shared_kernels._advance_iterate)
+_objective = _device(_shared_kernels._objective)
+_fill_csr_row = _device(_shared_kernels._fill_csr_row)
 
 
 @cuda.jit(device=True)
 def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, cand, zidx, xs, xold):
-    """Twin of ``_kernels._encode_point``: encode one point, return f(x; y, W)
-    and the size of the support of x.
+    """The CPU per-point encoder's iteration (``_kernels._encode_point``)
+    without its shortcuts: encode one point, return f(x; y, W) and the size
+    of the support of x.
 
-    All vector arguments are 1-D views (possibly strided: columns of the
-    scratch arrays and of ``Bt``); ``x`` must be zero on entry. See the CPU
-    function for the sparse-iterate bookkeeping, which is identical.
+    All vector arguments are 1-D views of length m (possibly strided:
+    columns of the scratch arrays and of ``Bt``); ``x`` must be zero on
+    entry. Each step forms ``v = z - alpha (z G + c)`` over the support of z
+    and projects it from a lower bound given by the previous support; the
+    CPU encoder first tries the previous support as it is, which changes
+    only the rounding.
     """
     m = G.shape[0]
     zero = ks[0]
-    one = ks[1]
-    half = one / (one + one)
+    _sq_distances(b, yy, ww, ks, dist)
     for j in range(m):
-        dj = yy - (b[j] + b[j]) + ww[j]
-        if dj < zero:  # rounding in the expanded form
-            dj = zero
-        dist[j] = dj
-        ac[j] = -alpha * (lam * dj - b[j])
+        ac[j] = -alpha * (lam * dist[j] - b[j])
         z[j] = zero
     nz = 0
     nx = 0
     for t in range(beta.shape[0]):
-        # v = z - alpha * (z G + c), summing over the support of z only
         for j in range(m):
             v[j] = ac[j]
-        for q in range(nz):
-            kz = zidx[q]
-            a = alpha * z[kz]
-            for j in range(m):
-                v[j] -= a * G[kz, j]
-        for q in range(nz):
-            kz = zidx[q]
-            v[kz] += z[kz]
-        # project relative to max(v); the previous support bounds tau below
+        _gram_step(v, z, zidx, nz, alpha, G, ks)
         vmax = _vmax(v)
-        floor = -one
-        if nx > 0:
-            s = ks[0]
-            for q in range(nx):
-                s += v[xs[q]] - vmax
-            s = (s - one) / ks[nx]
-            if s > floor:
-                floor = s
+        floor = _support_floor(v, xs, 0, nx, vmax, ks)
         tau, k = _simplex_support_michelot(v, vmax, floor, ks, cand)
-        # x_new = max(v - tau, 0) on cand[:k]; z = x_new + beta (x_new - x_old)
-        bt = beta[t]
-        for q in range(nz):
-            z[zidx[q]] = zero
-        for q in range(nx):
-            j = xs[q]
-            xold[q] = x[j]
-            x[j] = zero
-        nz = 0
-        for q in range(k):
-            j = cand[q]
-            xn = (v[j] - vmax) - tau
-            x[j] = xn
-            z[j] = xn + bt * xn
-            zidx[nz] = j
-            nz += 1
-        for q in range(nx):
-            j = xs[q]
-            if x[j] == zero:  # left the support: z_j = -beta x_old_j
-                zidx[nz] = j
-                nz += 1
-            z[j] = x[j] + bt * (x[j] - xold[q])
-        for q in range(k):
-            xs[q] = cand[q]
+        nz = _advance_iterate(v, vmax, tau, cand, k, beta[t], x, z, xs, nx, zidx, nz, xold, ks)
         nx = k
-    # objective: 1/2 ||y - x W||^2 + lam * sum_j x_j dist_j, via the Gram form
-    rec = yy
-    loc = zero
-    for p in range(nx):
-        j = xs[p]
-        xj = x[j]
-        rec -= (xj + xj) * b[j]
-        loc += xj * dist[j]
-        acc = zero
-        for q in range(nx):
-            acc += x[xs[q]] * G[j, xs[q]]
-        rec += xj * acc
-    if rec < zero:
-        rec = zero
-    return half * rec + lam * loc, nx
+    return _objective(b, yy, G, lam, ks, x, xs, nx, dist), nx
 
 
 # --------------------------------------------------------------------------
@@ -619,17 +544,10 @@ def _scan_add_kernel(out, n, tile, tile_offsets):
 
 @cuda.jit(cache=True)
 def _fill_kernel(X, n, indptr, indices, data):
-    """Twin of ``_kernels.fill_csr``: ascending column indices, no explicit zeros."""
-    m = X.shape[1]
-    start = cuda.grid(1)
-    stride = cuda.gridsize(1)
-    for i in range(start, n, stride):
-        p = indptr[i]
-        for j in range(m):
-            if X[i, j] != 0:
-                indices[p] = j
-                data[p] = X[i, j]
-                p += 1
+    """``_kernels.fill_csr`` on rows 0..n-1, one thread per row: ascending
+    column indices, no explicit zeros."""
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        _fill_csr_row(X, i, indptr[i], indices, data)
 
 
 # --------------------------------------------------------------------------

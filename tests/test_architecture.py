@@ -27,6 +27,7 @@ LAYERS = {
     "datasets": 1,
     "sources": 1,
     # compiled code
+    "_shared_kernels": 2,
     "_kernels": 2,
     "_active_set": 2,
     "_unrolled_kernels": 2,
