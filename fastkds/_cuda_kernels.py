@@ -614,14 +614,3 @@ def _stats_reduce_kernel(P, n_parts, out):
         for p in range(n_parts):
             acc += P[p, j, c]
         out[j, c] = acc
-
-
-@cuda.jit(cache=True)
-def _zero_kernel(out):
-    m = out.shape[0]
-    ncol = out.shape[1]
-    start = cuda.grid(1)
-    stride = cuda.gridsize(1)
-    for e in range(start, m * ncol, stride):
-        j = e // ncol
-        out[j, e - j * ncol] = 0.0

@@ -33,7 +33,7 @@ from numba import cuda
 
 from ._cuda_kernels import (
     _bt_kernel, _encode_kernel, _fill_kernel, _scan_add_kernel, _scan_offsets_kernel, _scan_tiles_kernel,
-    _sqnorm_kernel, _stats_partial_kernel, _stats_reduce_kernel, _warp_encode_kernel, _zero_kernel,
+    _sqnorm_kernel, _stats_partial_kernel, _stats_reduce_kernel, _warp_encode_kernel,
 )
 from ._validation import check_choice
 from .prepared import PreparedDictionary, csr_from_dense
@@ -260,17 +260,12 @@ class _StatsWorkspace:
         self.max_parts = max(1, min(-(-max_rows // STATS_ROWS), partials_budget // per_part))
         self.stream = stream
         self.P = cuda.device_array((self.max_parts, n_atoms, ncol), dtype=np.float64, stream=stream)
-        self.out = cuda.device_array((n_atoms, ncol), dtype=np.float64, stream=stream)
-        self.reset()
+        self.out = cuda.to_device(np.zeros((n_atoms, ncol)), stream=stream)
 
     @property
     def max_rows(self):
         """Rows one :meth:`add` call takes at most (a multiple of STATS_ROWS)."""
         return self.max_parts * STATS_ROWS
-
-    def reset(self):
-        m, ncol = self.out.shape
-        _zero_kernel[_launch(m * ncol, self.stream)](self.out)
 
     def add(self, d_indptr, d_indices, d_data, d_Y, n, stream):
         """Add rows 0..n-1 of device CSR arrays and device ``Y`` to the total.

@@ -50,7 +50,6 @@ def signatures(dt):
         "_scan_add_kernel": (I1, i64, i64, L1),
         "_stats_partial_kernel": (L1, I1, A1, A2, i64, i64, F3),
         "_stats_reduce_kernel": (F3, i64, F2),
-        "_zero_kernel": (F2,),
     }
 
 
@@ -61,7 +60,7 @@ def kernel(name, dtype):
 
 
 #: Kernels whose arithmetic is float64 by design (the statistics accumulate in it).
-FLOAT64_BY_DESIGN = {"_stats_partial_kernel", "_stats_reduce_kernel", "_zero_kernel"}
+FLOAT64_BY_DESIGN = {"_stats_partial_kernel", "_stats_reduce_kernel"}
 
 #: Kernels with no floating-point arithmetic at all.
 INTEGER_ONLY = {"_scan_tiles_kernel", "_scan_offsets_kernel", "_scan_add_kernel"}
