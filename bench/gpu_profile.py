@@ -15,7 +15,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from fastkds import _cuda_kernels, gpu, make_moons
+from fastkds import _config, _cuda_kernels, gpu, make_moons
 from fastkds.experiments import PAPER_SETTINGS
 
 MOONS = PAPER_SETTINGS["moons"]  # the paper's m, T and lam
@@ -89,13 +89,13 @@ def main():
         print(f"  {name:<36} {sec:8.4f} s  {100 * sec / wall:5.1f}%")
     enc = t[f"kernel: encode ({args.kernel})"]
     print(f"  encode kernel alone: {n_all / enc:,.0f} points/s")
-    sets = [prep.allocate(args.chunk, n_slots=args.slots) for _ in range(gpu.BUFFER_SETS)]
+    sets = [prep.allocate(args.chunk, n_slots=args.slots) for _ in range(_config.CUDA_BUFFER_SETS)]
     best = np.inf
     for _ in range(3):
         t0 = time.perf_counter()
         gpu.encode_csr_cuda(Y, prep, args.chunk, buffers=sets)
         best = min(best, time.perf_counter() - t0)
-    print(f"  pipelined encode_csr_cuda ({gpu.BUFFER_SETS} buffer sets), best of 3: {best:.3f} s, "
+    print(f"  pipelined encode_csr_cuda ({_config.CUDA_BUFFER_SETS} buffer sets), best of 3: {best:.3f} s, "
           f"{n_all / best:,.0f} points/s")
 
 

@@ -4,9 +4,10 @@ functions, and the simulator's stand-ins for the warp primitives.
 :mod:`fastkds.gpu`, the host side (availability, launch configurations,
 buffers, streams, the prepared dictionary), imports this module and never the
 reverse: every size and launch setting reaches a kernel as an argument, so
-the host's settings (block sizes, ``STATS_ROWS``) live in :mod:`fastkds.gpu`
-alone. Importing this module imports :mod:`numba.cuda`; ``import fastkds``
-never does.
+the host's settings (block sizes, ``CUDA_STATS_ROWS``, the budgets) live in
+:mod:`fastkds._config` alone; the constants here are the kernels' own
+compile-time limits. Importing this module imports :mod:`numba.cuda`;
+``import fastkds`` never does.
 
 The kernels are twins of :mod:`fastkds._kernels`: the same
 mathematics, generic in float32/float64, with every constant taken from the
@@ -31,7 +32,7 @@ How threads map to work
   ``z_k`` with a shuffle and reads row k of ``G`` coalesced. ``B = Y W^T`` and
   ``||y||^2`` are formed in the kernel from Y and ``W^T`` (padded to 32 R
   columns with zeros), so nothing of size n x m is written besides the codes.
-  At most :data:`~fastkds.gpu.WARP_MAX_ATOMS` atoms. numba's CUDA simulator
+  At most :data:`WARP_MAX_ATOMS` atoms. numba's CUDA simulator
   has no shuffles or ballots: under it this module defines stand-ins, a
   barrier per simulated warp.
 - Thread encoder (:func:`_encode_kernel`, ``kernel="thread"``): one point per
@@ -52,12 +53,12 @@ How threads map to work
   Integer sums, so any launch gives the same ``indptr``.
 - Sufficient statistics (:func:`_stats_partial_kernel`): ``X^T [X | 1 | Y]``
   (m x (m + 1 + d)) in float64. Rows are cut into fixed parts of
-  :data:`~fastkds.gpu.STATS_ROWS` rows; one thread per (part, output column)
+  :data:`~fastkds._config.CUDA_STATS_ROWS` rows; one thread per (part, output column)
   loops over the rows of its part in order and owns its column of the part's
   partial sum, so there are no atomics. A second kernel, one thread per output entry, adds the
   partials to the running total in part order. The result depends only on the
   row order and the part boundaries, not on the launch configuration (and not
-  on how rows are streamed either, when chunks are multiples of STATS_ROWS, as
+  on how rows are streamed either, when chunks are multiples of CUDA_STATS_ROWS, as
   :func:`~fastkds.gpu.statistics_cuda` makes them).
 """
 
@@ -66,6 +67,14 @@ import numpy as np
 from numba import cuda
 
 from . import _shared_kernels
+
+#: The warp encoder keeps a lane's candidate flags in the bits of one int64:
+#: at most 64 atoms per lane, 32 lanes.
+WARP_MAX_ATOMS = 64 * 32
+
+#: Entries of the scan kernels' shared arrays (a compile-time size): the most
+#: threads per block of the prefix sum, CUDA's limit too.
+SCAN_MAX_THREADS = 1024
 
 # --------------------------------------------------------------------------
 # Warp primitives (the simulator has none: stand-ins below)
@@ -496,7 +505,7 @@ def _scan_tiles_kernel(counts, n, items, out, tile_sums):
     a tile owns ``items`` consecutive rows. Writes the scan within each tile
     to ``out[i + 1]`` and each tile's total to ``tile_sums``.
     """
-    sh = cuda.shared.array(1024, numba.int64)
+    sh = cuda.shared.array(SCAN_MAX_THREADS, numba.int64)
     t = cuda.threadIdx.x
     tile = cuda.blockDim.x * items
     n_tiles = (n + tile - 1) // tile
@@ -519,7 +528,7 @@ def _scan_tiles_kernel(counts, n, items, out, tile_sums):
 @cuda.jit(cache=True)
 def _scan_offsets_kernel(tile_sums, n_tiles):
     """Phase 2, one block: ``tile_sums`` becomes its exclusive prefix sum."""
-    sh = cuda.shared.array(1024, numba.int64)
+    sh = cuda.shared.array(SCAN_MAX_THREADS, numba.int64)
     t = cuda.threadIdx.x
     carry = 0
     for base in range(0, n_tiles, cuda.blockDim.x):
