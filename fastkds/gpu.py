@@ -849,7 +849,7 @@ def run_epoch_cuda(Y, prepared, chunk_size, stats=None, buffers=None, codes_out=
     for start, stop, buf, nnz in _pipeline(Y, prepared, chunk_size, ws, stats is not None, buffers):
         k = stop - start
         if stats is not None:
-            _add_chunk_totals(stats, Y[start:stop], buf.h_obj[:k])
+            stats.add_objectives(Y[start:stop], buf.h_obj[:k])
         if codes_out is not None:
             codes_out.append(
                 (buf.h_indptr[: k + 1].astype(np.int64), buf.h_indices[:nnz].copy(), buf.h_data[:nnz].copy())
@@ -862,12 +862,3 @@ def run_epoch_cuda(Y, prepared, chunk_size, stats=None, buffers=None, codes_out=
         stats.s += s
         stats.XtY += XtY
     return stats
-
-
-def _add_chunk_totals(stats, Y, objective):
-    """What ``SufficientStatistics.add_chunk`` does besides the kernel call:
-    objective sum, sample count and the re-seed candidates."""
-    stats.objective_sum += float(np.sum(objective, dtype=np.float64))
-    stats.n_samples += Y.shape[0]
-    if stats.n_candidates:
-        stats._sample_candidates(Y, objective)
