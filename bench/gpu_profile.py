@@ -15,7 +15,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from fastkds import _config, _cuda_kernels, gpu, make_moons
+from fastkds import _config, _cuda_kernels, _host_copies, gpu, make_moons
 from fastkds.experiments import PAPER_SETTINGS
 
 MOONS = PAPER_SETTINGS["moons"]  # the paper's m, T and lam
@@ -56,7 +56,7 @@ def main():
     for start in range(0, n_all, args.chunk):
         C = Y[start : start + args.chunk]
         n = C.shape[0]
-        phase("host: copy into pinned buffer", lambda: gpu._copy_flat(buf.h_Y[:n].reshape(-1), C.reshape(-1)))
+        phase("host: copy into pinned buffer", lambda: _host_copies.copy_flat(buf.h_Y[:n].reshape(-1), C.reshape(-1)))
         phase("copy data to device", lambda: buf.d_Y[:n].copy_to_device(buf.h_Y[:n], stream=s))
         phase(f"kernel: encode ({args.kernel})", lambda: prep._encode_on_device(buf, n))
         phase("kernel: prefix sum", lambda: gpu._scan_on_device(buf.d_counts, n, buf.d_indptr, buf.d_tiles, s))
@@ -77,7 +77,7 @@ def main():
             raise SystemExit("more than 4 entries per row: raise the profile's estimate")
         phase(
             "host: place into the final arrays",
-            lambda: gpu._place_chunk(
+            lambda: _host_copies.place_csr_chunk(
                 buf.h_indptr, buf.h_indices, buf.h_data, n, nnz, start, pos, indptr, indices, data
             ),
         )

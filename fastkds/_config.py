@@ -63,7 +63,7 @@ DASK_SPLIT_EVERY = 8
 # The CUDA path (fastkds.gpu): launch settings and device-memory budgets, all
 # passed to the kernels as arguments. A kernel's compile-time constants stay
 # with it: WARP_MAX_ATOMS and SCAN_MAX_THREADS in fastkds._cuda_kernels,
-# COPY_BLOCK of the host copies in fastkds.gpu.
+# COPY_BLOCK in fastkds._host_copies.
 
 #: Bytes of device memory per buffer set (data, ``B``, dense codes, CSR) by
 #: default, when a twelfth of the free device memory is not less.

@@ -36,6 +36,7 @@ from ._cuda_kernels import (
     SCAN_MAX_THREADS, WARP_MAX_ATOMS, _bt_kernel, _encode_kernel, _fill_kernel, _scan_add_kernel, _scan_offsets_kernel,
     _scan_tiles_kernel, _sqnorm_kernel, _stats_partial_kernel, _stats_reduce_kernel, _warp_encode_kernel,
 )
+from ._host_copies import copy_flat, place_csr_chunk
 from ._validation import check_choice
 from .prepared import PreparedDictionary, csr_from_dense
 from .sources import iter_chunks
@@ -263,44 +264,8 @@ class _StatsWorkspace:
 
 
 # --------------------------------------------------------------------------
-# Host side: parallel copies, prepared dictionary, buffers, streaming
+# Host side: prepared dictionary, buffers, streaming
 # --------------------------------------------------------------------------
-
-#: Elements per work item of the host copies (fixed: any thread count gives
-#: the same result, and each item is long enough to stream memory). A
-#: compile-time constant of the two kernels below: numba freezes it into their
-#: cached code, so it is not a setting of _config.
-COPY_BLOCK = 1 << 16
-
-
-@numba.njit(parallel=True, cache=True)
-def _copy_flat(dst, src):
-    """``dst[:] = src`` for 1-D arrays, in parallel (pinned staging of Y)."""
-    n = src.shape[0]
-    for blk in numba.prange((n + COPY_BLOCK - 1) // COPY_BLOCK):
-        lo = blk * COPY_BLOCK
-        hi = min(lo + COPY_BLOCK, n)
-        for e in range(lo, hi):
-            dst[e] = src[e]
-
-
-@numba.njit(parallel=True, cache=True)
-def _place_chunk(c_indptr, c_indices, c_data, n, nnz, row0, base, indptr, indices, data):
-    """Write a chunk's CSR arrays (rows ``row0..row0+n-1``, entries from
-    ``base`` on) into the final arrays: ``indptr`` shifted by ``base``,
-    ``indices`` and ``data`` copied. In parallel: first touch of the final
-    arrays' pages is part of the cost."""
-    for blk in numba.prange((n + COPY_BLOCK - 1) // COPY_BLOCK):
-        lo = blk * COPY_BLOCK
-        hi = min(lo + COPY_BLOCK, n)
-        for i in range(lo, hi):
-            indptr[row0 + 1 + i] = c_indptr[i + 1] + base
-    for blk in numba.prange((nnz + COPY_BLOCK - 1) // COPY_BLOCK):
-        lo = blk * COPY_BLOCK
-        hi = min(lo + COPY_BLOCK, nnz)
-        for p in range(lo, hi):
-            indices[base + p] = c_indices[p]
-            data[base + p] = c_data[p]
 
 
 def _free_device_memory():
@@ -568,7 +533,7 @@ class CudaPreparedDictionary:
         when asked. Returns once the host copy into pinned memory is done."""
         n = Y.shape[0]
         s = buf.stream
-        _copy_flat(buf.h_Y[:n].reshape(-1), Y.reshape(-1))  # pinned: the copy below is asynchronous
+        copy_flat(buf.h_Y[:n].reshape(-1), Y.reshape(-1))  # pinned: the copy below is asynchronous
         if self.shift is not None:  # the centred step: points centred as the atoms are
             buf.h_Y[:n] -= self.shift
         buf.d_Y[:n].copy_to_device(buf.h_Y[:n], stream=s)
@@ -739,7 +704,7 @@ def encode_csr_cuda(Y, prepared, chunk_size, *, return_objective=False, buffers=
             cap = _nnz_capacity(need, stop, n, n * m, cap)
             indices = _grown(indices, cap, idx, pos)
             data = _grown(data, cap, prepared.dtype, pos)
-        _place_chunk(buf.h_indptr, buf.h_indices, buf.h_data, stop - start, nnz, start, pos, indptr, indices, data)
+        place_csr_chunk(buf.h_indptr, buf.h_indices, buf.h_data, stop - start, nnz, start, pos, indptr, indices, data)
         if obj is not None:
             obj[start:stop] = buf.h_obj[: stop - start]
         pos = need

@@ -32,6 +32,7 @@ LAYERS = {
     "_active_set": 2,
     "_unrolled_kernels": 2,
     "_cuda_kernels": 2,
+    "_host_copies": 2,
     # where the kernels run
     "prepared": 3,
     "gpu": 3,
