@@ -494,12 +494,11 @@ class CudaPreparedDictionary:
         return CudaBuffers(chunk_size, self.n_atoms, self.n_features, self.dtype, max(1, int(n_slots)))
 
     def _check_chunk(self, Y, buffers):
-        if Y.ndim != 2 or Y.shape[1] != self.n_features or Y.dtype != self.dtype:
-            raise ValueError(
-                f"Y must be 2-D {self.dtype} with {self.n_features} columns, got {Y.dtype} {Y.shape}"
-            )
+        """``Y`` checked as :func:`_check_data` does, and against the buffers' capacity."""
+        Y = _check_data(Y, self)
         if Y.shape[0] > buffers.capacity:
             raise ValueError(f"chunk of {Y.shape[0]} rows exceeds the buffers' {buffers.capacity}")
+        return Y
 
     def _encode_on_device(self, buf, n):
         """Queue the encoder on rows 0..n-1 of ``buf.d_Y``: ``buf.d_X``,
@@ -578,10 +577,10 @@ class CudaPreparedDictionary:
         n = Y.shape[0]
         if buffers is None:
             buffers = self.allocate(n)
-        self._check_chunk(Y, buffers)
+        Y = self._check_chunk(Y, buffers)
         if n == 0:
             return buffers.h_X[:0], buffers.h_obj[:0]
-        self._submit(np.ascontiguousarray(Y), buffers, csr=False)
+        self._submit(Y, buffers, csr=False)
         s = buffers.stream
         buffers.d_X[:n].copy_to_host(buffers.h_X[:n], stream=s)
         buffers.d_obj[:n].copy_to_host(buffers.h_obj[:n], stream=s)
