@@ -15,7 +15,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from fastkds import _cuda_kernels, gpu, make_moons
+from fastkds import _config, _cuda_kernels, _host_copies, gpu, make_moons
 from fastkds.experiments import PAPER_SETTINGS
 
 MOONS = PAPER_SETTINGS["moons"]  # the paper's m, T and lam
@@ -56,13 +56,13 @@ def main():
     for start in range(0, n_all, args.chunk):
         C = Y[start : start + args.chunk]
         n = C.shape[0]
-        phase("host: copy into pinned buffer", lambda: gpu._copy_flat(buf.h_Y[:n].reshape(-1), C.reshape(-1)))
+        phase("host: copy into pinned buffer", lambda: _host_copies.copy_flat(buf.h_Y[:n].reshape(-1), C.reshape(-1)))
         phase("copy data to device", lambda: buf.d_Y[:n].copy_to_device(buf.h_Y[:n], stream=s))
         phase(f"kernel: encode ({args.kernel})", lambda: prep._encode_on_device(buf, n))
         phase("kernel: prefix sum", lambda: gpu._scan_on_device(buf.d_counts, n, buf.d_indptr, buf.d_tiles, s))
         phase(
             "kernel: fill CSR",
-            lambda: _cuda_kernels._fill_kernel[gpu._launch(n, s)](buf.d_X, n, buf.d_indptr, buf.d_indices, buf.d_data),
+            lambda: _cuda_kernels.fill_kernel[gpu._launch(n, s)](buf.d_X, n, buf.d_indptr, buf.d_indices, buf.d_data),
         )
         phase("copy indptr to host", lambda: buf.d_indptr[: n + 1].copy_to_host(buf.h_indptr[: n + 1], stream=s))
         nnz = int(buf.h_indptr[n])
@@ -77,7 +77,7 @@ def main():
             raise SystemExit("more than 4 entries per row: raise the profile's estimate")
         phase(
             "host: place into the final arrays",
-            lambda: gpu._place_chunk(
+            lambda: _host_copies.place_csr_chunk(
                 buf.h_indptr, buf.h_indices, buf.h_data, n, nnz, start, pos, indptr, indices, data
             ),
         )
@@ -89,13 +89,13 @@ def main():
         print(f"  {name:<36} {sec:8.4f} s  {100 * sec / wall:5.1f}%")
     enc = t[f"kernel: encode ({args.kernel})"]
     print(f"  encode kernel alone: {n_all / enc:,.0f} points/s")
-    sets = [prep.allocate(args.chunk, n_slots=args.slots) for _ in range(gpu.BUFFER_SETS)]
+    sets = [prep.allocate(args.chunk, n_slots=args.slots) for _ in range(_config.CUDA_BUFFER_SETS)]
     best = np.inf
     for _ in range(3):
         t0 = time.perf_counter()
         gpu.encode_csr_cuda(Y, prep, args.chunk, buffers=sets)
         best = min(best, time.perf_counter() - t0)
-    print(f"  pipelined encode_csr_cuda ({gpu.BUFFER_SETS} buffer sets), best of 3: {best:.3f} s, "
+    print(f"  pipelined encode_csr_cuda ({_config.CUDA_BUFFER_SETS} buffer sets), best of 3: {best:.3f} s, "
           f"{n_all / best:,.0f} points/s")
 
 

@@ -4,7 +4,7 @@ compilation with an empty cache, then the load from the cache, per dtype.
     python bench/unrolled_compile_time.py
 
 Each measurement runs in a fresh interpreter with its own, initially empty,
-NUMBA_CACHE_DIR, so the encoder helpers the kernels import (_vmax, Michelot's
+NUMBA_CACHE_DIR, so the encoder helpers the kernels import (max_entry, Michelot's
 projection) are compiled too, as on a fresh install.
 """
 

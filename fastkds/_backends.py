@@ -5,6 +5,7 @@ estimator code around them. The CUDA backend is imported lazily, so importing
 fastkds never needs CUDA.
 """
 
+from . import _config
 from ._config import default_chunk_size
 from .exceptions import DeviceFallbackWarning, warn
 from ._validation import check_choice
@@ -74,7 +75,7 @@ class CudaBackend:
     def allocate(self, prepared, chunk_size):
         # several buffer sets: while the host takes one chunk's codes, the GPU
         # encodes the next ones
-        return [prepared.allocate(chunk_size) for _ in range(self._gpu.BUFFER_SETS)]
+        return [prepared.allocate(chunk_size) for _ in range(_config.CUDA_BUFFER_SETS)]
 
     def run_epoch(self, Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None):
         from .sources import ChunkSource

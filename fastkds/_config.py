@@ -60,6 +60,47 @@ LABEL_CHUNK = 1 << 17
 #: Partial statistics merged per task of the Dask tree reduction.
 DASK_SPLIT_EVERY = 8
 
+# The CUDA path (fastkds.gpu): launch settings and device-memory budgets, all
+# passed to the kernels as arguments. A kernel's compile-time constants stay
+# with it: WARP_MAX_ATOMS and SCAN_MAX_THREADS in fastkds._cuda_kernels,
+# COPY_BLOCK in fastkds._host_copies.
+
+#: Bytes of device memory per buffer set (data, ``B``, dense codes, CSR) by
+#: default, when a twelfth of the free device memory is not less.
+CUDA_CHUNK_BUDGET = 512 * 2**20
+
+#: Bytes of device memory for the thread encoder's per-thread scratch.
+CUDA_SCRATCH_BUDGET = 512 * 2**20
+
+#: Bytes of device memory for the GPU statistics' per-part partial sums.
+CUDA_PARTIALS_BUDGET = 256 * 2**20
+
+#: Rows per part of the GPU statistics' reduction. Fixed (not derived from the
+#: launch) so that the order of every sum is a property of the data alone.
+CUDA_STATS_ROWS = 256
+
+#: Threads per block of the thread encoder (register-heavy) and of the other
+#: grid-stride kernels; warps per block of the warp encoder.
+CUDA_ENCODE_THREADS = 128
+CUDA_THREADS = 256
+CUDA_WARPS_PER_BLOCK = 4
+
+#: The device prefix sum: threads per block (at most
+#: ``_cuda_kernels.SCAN_MAX_THREADS``) and rows per thread.
+CUDA_SCAN_THREADS = 256
+CUDA_SCAN_ITEMS = 8
+
+#: Grid-stride loops cover any size; this caps the blocks of one launch.
+CUDA_MAX_BLOCKS = 1 << 16
+
+#: Buffer sets (streams) the GPU pipelines keep in flight: while the host
+#: takes one chunk's codes, the GPU encodes the next ones.
+CUDA_BUFFER_SETS = 3
+
+#: ``kernel="auto"`` takes the warp encoder from this many atoms on (the
+#: thread encoder below). Chosen by measurement: see docs/gpu.md.
+CUDA_WARP_MIN_ATOMS = 1
+
 
 def effective_n_jobs(n_jobs):
     """Map scikit-learn style ``n_jobs`` to a Numba thread count.

@@ -4,17 +4,22 @@ functions, and the simulator's stand-ins for the warp primitives.
 :mod:`fastkds.gpu`, the host side (availability, launch configurations,
 buffers, streams, the prepared dictionary), imports this module and never the
 reverse: every size and launch setting reaches a kernel as an argument, so
-the host's settings (block sizes, ``STATS_ROWS``) live in :mod:`fastkds.gpu`
-alone. Importing this module imports :mod:`numba.cuda`; ``import fastkds``
-never does.
+the host's settings (block sizes, ``CUDA_STATS_ROWS``, the budgets) live in
+:mod:`fastkds._config` alone; the constants here are the kernels' own
+compile-time limits. Importing this module imports :mod:`numba.cuda`;
+``import fastkds`` never does.
 
 The kernels are twins of :mod:`fastkds._kernels`: the same
 mathematics, generic in float32/float64, with every constant taken from the
 typed array ``ks = arange(m + 1, dtype)`` (a Python float literal would
-promote float32 arithmetic to float64). Results match the CPU kernels to
-rounding, not bitwise: the GPU compiler contracts ``a * b + c`` into fused
-multiply-adds, ``B = Y W^T`` and ``||y||^2`` are summed in another order than
-BLAS does on the host, and the warp encoder adds its sums as a tree.
+promote float32 arithmetic to float64). The thread encoder's steps (the
+projection, the sparse iterate, the objective) and the CSR fill are the CPU
+kernels' own helpers, :mod:`fastkds._shared_kernels`, compiled again as
+device functions. Results match the CPU kernels to rounding, not bitwise:
+the GPU compiler contracts ``a * b + c`` into fused multiply-adds,
+``B = Y W^T`` and ``||y||^2`` are summed in another order than BLAS does on
+the host, the CPU encoder first tries each point's previous support as it
+is, and the warp encoder adds its sums as a tree.
 
 How threads map to work
 -----------------------
@@ -27,12 +32,12 @@ How threads map to work
   ``z_k`` with a shuffle and reads row k of ``G`` coalesced. ``B = Y W^T`` and
   ``||y||^2`` are formed in the kernel from Y and ``W^T`` (padded to 32 R
   columns with zeros), so nothing of size n x m is written besides the codes.
-  At most :data:`~fastkds.gpu.WARP_MAX_ATOMS` atoms. numba's CUDA simulator
+  At most :data:`WARP_MAX_ATOMS` atoms. numba's CUDA simulator
   has no shuffles or ballots: under it this module defines stand-ins, a
   barrier per simulated warp.
-- Thread encoder (:func:`_encode_kernel`, ``kernel="thread"``): one point per
+- Thread encoder (:func:`encode_kernel`, ``kernel="thread"``): one point per
   thread, grid-stride loop, on ``Bt = (Y W^T)^T`` (m x n) and ``yy`` formed by
-  :func:`_bt_kernel` and :func:`_sqnorm_kernel`. ``cuda.local.array`` needs a
+  :func:`bt_kernel` and :func:`sqnorm_kernel`. ``cuda.local.array`` needs a
   compile-time size, so per-thread scratch lives in global arrays of shape
   (m, n_slots), one column per thread ("slot"); a launch may use fewer
   threads than there are slots, never more.
@@ -40,26 +45,36 @@ How threads map to work
   do not depend on the launch configuration. Both encoders also write each
   row's support size (``counts``).
 - CSR assembly, all on the device: an exclusive prefix sum of the counts into
-  ``indptr`` (:func:`_scan_tiles_kernel`: a block scans a tile of
+  ``indptr`` (:func:`scan_tiles_kernel`: a block scans a tile of
   ``threads * items`` rows in shared memory and writes the tile's total;
-  :func:`_scan_offsets_kernel`: one block scans the tile totals;
-  :func:`_scan_add_kernel`: tile offsets added), then one thread per row
-  writes its ascending column indices and values (:func:`_fill_kernel`).
+  :func:`scan_offsets_kernel`: one block scans the tile totals;
+  :func:`scan_add_kernel`: tile offsets added), then one thread per row
+  writes its ascending column indices and values (:func:`fill_kernel`).
   Integer sums, so any launch gives the same ``indptr``.
-- Sufficient statistics (:func:`_stats_partial_kernel`): ``X^T [X | 1 | Y]``
+- Sufficient statistics (:func:`stats_partial_kernel`): ``X^T [X | 1 | Y]``
   (m x (m + 1 + d)) in float64. Rows are cut into fixed parts of
-  :data:`~fastkds.gpu.STATS_ROWS` rows; one thread per (part, output column)
+  :data:`~fastkds._config.CUDA_STATS_ROWS` rows; one thread per (part, output column)
   loops over the rows of its part in order and owns its column of the part's
   partial sum, so there are no atomics. A second kernel, one thread per output entry, adds the
   partials to the running total in part order. The result depends only on the
   row order and the part boundaries, not on the launch configuration (and not
-  on how rows are streamed either, when chunks are multiples of STATS_ROWS, as
+  on how rows are streamed either, when chunks are multiples of CUDA_STATS_ROWS, as
   :func:`~fastkds.gpu.statistics_cuda` makes them).
 """
 
 import numba
 import numpy as np
 from numba import cuda
+
+from . import _shared_kernels
+
+#: The warp encoder keeps a lane's candidate flags in the bits of one int64:
+#: at most 64 atoms per lane, 32 lanes.
+WARP_MAX_ATOMS = 64 * 32
+
+#: Entries of the scan kernels' shared arrays (a compile-time size): the most
+#: threads per block of the prefix sum, CUDA's limit too.
+SCAN_MAX_THREADS = 1024
 
 # --------------------------------------------------------------------------
 # Warp primitives (the simulator has none: stand-ins below)
@@ -166,7 +181,7 @@ else:
 _WARP_KERNELS = {}
 
 
-def _warp_encode_kernel(R, dtype):
+def warp_encode_kernel(R, dtype):
     """The warp encoder for ``R = ceil(m / 32)`` atoms per lane in ``dtype``
     (made once per process; numba caches the compiled code on disk)."""
     key = (int(R), np.dtype(dtype).name)
@@ -331,142 +346,61 @@ def _make_warp_encode_kernel(R, nbtype):
 
 
 # --------------------------------------------------------------------------
-# Device functions: twins of the CPU projection and encoder
+# Device functions: the CPU encoder's helpers, and the thread encoder's point
 # --------------------------------------------------------------------------
 
 
-@cuda.jit(device=True)
-def _vmax(v):
-    vmax = v[0]
-    for j in range(1, v.shape[0]):
-        if v[j] > vmax:
-            vmax = v[j]
-    return vmax
+def _device(helper):
+    """A helper of :mod:`fastkds._shared_kernels` compiled, from the Python
+    source the CPU kernels compile, as a CUDA device function: the projection
+    and the steps of the iteration are written once, so the thread encoder
+    cannot drift from the CPU encoder. (numba keys a cached kernel to its own
+    file alone: an edit to a helper reaches the kernels cached from this file
+    once that cache is cleared.)"""
+    return cuda.jit(device=True)(helper.py_func)
 
 
-@cuda.jit(device=True)
-def _simplex_support_michelot(v, vmax, floor, ks, cand):
-    """Twin of ``_kernels._simplex_support_michelot``: support and threshold
-    of the projection of ``v`` relative to ``vmax``; the support is
-    ``cand[:k]`` in ascending order. Capped at m + 1 passes (float32 rounding
-    can make the count oscillate); ``while going`` as on the CPU."""
-    m = v.shape[0]
-    one = ks[1]
-    s = ks[0]
-    k = 0
-    for j in range(m):
-        vj = v[j] - vmax
-        if vj > floor:
-            cand[k] = j
-            s += vj
-            k += 1
-    tau = (s - one) / ks[k]
-    passes = 0
-    going = True
-    while going:
-        s = ks[0]
-        k_new = 0
-        for q in range(k):
-            j = cand[q]
-            vj = v[j] - vmax
-            if vj > tau:
-                cand[k_new] = j
-                s += vj
-                k_new += 1
-        passes += 1
-        if k_new == k or passes > m:
-            going = False
-        else:
-            tau = (s - one) / ks[k_new]
-        k = k_new
-    return tau, k
+_vmax = _device(_shared_kernels.max_entry)
+_support_floor = _device(_shared_kernels.support_floor)
+_simplex_support_michelot = _device(_shared_kernels.simplex_support_michelot)
+_sq_distances = _device(_shared_kernels.sq_distances)
+_gram_step = _device(_shared_kernels.gram_step)
+_advance_iterate = _device(_shared_kernels.advance_iterate)
+_objective = _device(_shared_kernels.point_objective)
+_fill_csr_row = _device(_shared_kernels.fill_csr_row)
 
 
 @cuda.jit(device=True)
 def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, cand, zidx, xs, xold):
-    """Twin of ``_kernels._encode_point``: encode one point, return f(x; y, W)
-    and the size of the support of x.
+    """The CPU per-point encoder's iteration (``_kernels._encode_point``)
+    without its shortcuts: encode one point, return f(x; y, W) and the size
+    of the support of x.
 
-    All vector arguments are 1-D views (possibly strided: columns of the
-    scratch arrays and of ``Bt``); ``x`` must be zero on entry. See the CPU
-    function for the sparse-iterate bookkeeping, which is identical.
+    All vector arguments are 1-D views of length m (possibly strided:
+    columns of the scratch arrays and of ``Bt``); ``x`` must be zero on
+    entry. Each step forms ``v = z - alpha (z G + c)`` over the support of z
+    and projects it from a lower bound given by the previous support; the
+    CPU encoder first tries the previous support as it is, which changes
+    only the rounding.
     """
     m = G.shape[0]
     zero = ks[0]
-    one = ks[1]
-    half = one / (one + one)
+    _sq_distances(b, yy, ww, ks, dist)
     for j in range(m):
-        dj = yy - (b[j] + b[j]) + ww[j]
-        if dj < zero:  # rounding in the expanded form
-            dj = zero
-        dist[j] = dj
-        ac[j] = -alpha * (lam * dj - b[j])
+        ac[j] = -alpha * (lam * dist[j] - b[j])
         z[j] = zero
     nz = 0
     nx = 0
     for t in range(beta.shape[0]):
-        # v = z - alpha * (z G + c), summing over the support of z only
         for j in range(m):
             v[j] = ac[j]
-        for q in range(nz):
-            kz = zidx[q]
-            a = alpha * z[kz]
-            for j in range(m):
-                v[j] -= a * G[kz, j]
-        for q in range(nz):
-            kz = zidx[q]
-            v[kz] += z[kz]
-        # project relative to max(v); the previous support bounds tau below
+        _gram_step(v, z, zidx, nz, alpha, G, ks)
         vmax = _vmax(v)
-        floor = -one
-        if nx > 0:
-            s = ks[0]
-            for q in range(nx):
-                s += v[xs[q]] - vmax
-            s = (s - one) / ks[nx]
-            if s > floor:
-                floor = s
+        floor = _support_floor(v, xs, 0, nx, vmax, ks)
         tau, k = _simplex_support_michelot(v, vmax, floor, ks, cand)
-        # x_new = max(v - tau, 0) on cand[:k]; z = x_new + beta (x_new - x_old)
-        bt = beta[t]
-        for q in range(nz):
-            z[zidx[q]] = zero
-        for q in range(nx):
-            j = xs[q]
-            xold[q] = x[j]
-            x[j] = zero
-        nz = 0
-        for q in range(k):
-            j = cand[q]
-            xn = (v[j] - vmax) - tau
-            x[j] = xn
-            z[j] = xn + bt * xn
-            zidx[nz] = j
-            nz += 1
-        for q in range(nx):
-            j = xs[q]
-            if x[j] == zero:  # left the support: z_j = -beta x_old_j
-                zidx[nz] = j
-                nz += 1
-            z[j] = x[j] + bt * (x[j] - xold[q])
-        for q in range(k):
-            xs[q] = cand[q]
+        nz = _advance_iterate(v, vmax, tau, cand, k, beta[t], x, z, xs, nx, zidx, nz, xold, ks)
         nx = k
-    # objective: 1/2 ||y - x W||^2 + lam * sum_j x_j dist_j, via the Gram form
-    rec = yy
-    loc = zero
-    for p in range(nx):
-        j = xs[p]
-        xj = x[j]
-        rec -= (xj + xj) * b[j]
-        loc += xj * dist[j]
-        acc = zero
-        for q in range(nx):
-            acc += x[xs[q]] * G[j, xs[q]]
-        rec += xj * acc
-    if rec < zero:
-        rec = zero
-    return half * rec + lam * loc, nx
+    return _objective(b, yy, G, lam, ks, x, xs, nx, dist), nx
 
 
 # --------------------------------------------------------------------------
@@ -475,7 +409,7 @@ def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, cand, z
 
 
 @cuda.jit(cache=True)
-def _bt_kernel(Y, W, n, ks, Bt):
+def bt_kernel(Y, W, n, ks, Bt):
     """``Bt[j, i] = sum_k Y[i, k] W[j, k]`` for i < n; one thread per entry,
     i fastest (coalesced writes, W broadcast across the warp)."""
     m = W.shape[0]
@@ -492,7 +426,7 @@ def _bt_kernel(Y, W, n, ks, Bt):
 
 
 @cuda.jit(cache=True)
-def _sqnorm_kernel(Y, n, ks, yy):
+def sqnorm_kernel(Y, n, ks, yy):
     """``yy[i] = ||Y[i]||^2`` for i < n; one thread per point."""
     d = Y.shape[1]
     start = cuda.grid(1)
@@ -505,7 +439,7 @@ def _sqnorm_kernel(Y, n, ks, yy):
 
 
 @cuda.jit(cache=True)
-def _encode_kernel(Bt, yy, G, ww, alpha, lam, beta, ks, n, X, obj, counts, ac, dist, v, z, xold, cand, zidx, xs):
+def encode_kernel(Bt, yy, G, ww, alpha, lam, beta, ks, n, X, obj, counts, ac, dist, v, z, xold, cand, zidx, xs):
     """Encode points 0..n-1: codes into the rows of ``X``, objectives into
     ``obj``, support sizes into ``counts``.
 
@@ -564,14 +498,14 @@ def _block_scan(sh, value):
 
 
 @cuda.jit(cache=True)
-def _scan_tiles_kernel(counts, n, items, out, tile_sums):
+def scan_tiles_kernel(counts, n, items, out, tile_sums):
     """Phase 1 of ``out[0] = 0, out[i + 1] = counts[0] + ... + counts[i]``.
 
     Block-stride loop over tiles of ``blockDim.x * items`` rows; thread t of
     a tile owns ``items`` consecutive rows. Writes the scan within each tile
     to ``out[i + 1]`` and each tile's total to ``tile_sums``.
     """
-    sh = cuda.shared.array(1024, numba.int64)
+    sh = cuda.shared.array(SCAN_MAX_THREADS, numba.int64)
     t = cuda.threadIdx.x
     tile = cuda.blockDim.x * items
     n_tiles = (n + tile - 1) // tile
@@ -592,9 +526,9 @@ def _scan_tiles_kernel(counts, n, items, out, tile_sums):
 
 
 @cuda.jit(cache=True)
-def _scan_offsets_kernel(tile_sums, n_tiles):
+def scan_offsets_kernel(tile_sums, n_tiles):
     """Phase 2, one block: ``tile_sums`` becomes its exclusive prefix sum."""
-    sh = cuda.shared.array(1024, numba.int64)
+    sh = cuda.shared.array(SCAN_MAX_THREADS, numba.int64)
     t = cuda.threadIdx.x
     carry = 0
     for base in range(0, n_tiles, cuda.blockDim.x):
@@ -607,7 +541,7 @@ def _scan_offsets_kernel(tile_sums, n_tiles):
 
 
 @cuda.jit(cache=True)
-def _scan_add_kernel(out, n, tile, tile_offsets):
+def scan_add_kernel(out, n, tile, tile_offsets):
     """Phase 3: add each tile's offset; ``out[0] = 0``."""
     start = cuda.grid(1)
     stride = cuda.gridsize(1)
@@ -618,18 +552,11 @@ def _scan_add_kernel(out, n, tile, tile_offsets):
 
 
 @cuda.jit(cache=True)
-def _fill_kernel(X, n, indptr, indices, data):
-    """Twin of ``_kernels.fill_csr``: ascending column indices, no explicit zeros."""
-    m = X.shape[1]
-    start = cuda.grid(1)
-    stride = cuda.gridsize(1)
-    for i in range(start, n, stride):
-        p = indptr[i]
-        for j in range(m):
-            if X[i, j] != 0:
-                indices[p] = j
-                data[p] = X[i, j]
-                p += 1
+def fill_kernel(X, n, indptr, indices, data):
+    """``_kernels.fill_csr`` on rows 0..n-1, one thread per row: ascending
+    column indices, no explicit zeros."""
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        _fill_csr_row(X, i, indptr[i], indices, data)
 
 
 # --------------------------------------------------------------------------
@@ -638,7 +565,7 @@ def _fill_kernel(X, n, indptr, indices, data):
 
 
 @cuda.jit(cache=True)
-def _stats_partial_kernel(indptr, indices, data, Y, n, rows_per_part, P):
+def stats_partial_kernel(indptr, indices, data, Y, n, rows_per_part, P):
     """Per-part partial sums ``P[p] = X_p^T [X_p | 1 | Y_p]`` (m x (m + 1 + d)).
 
     One thread per (part p, output column c), c fastest: it zeroes column c of
@@ -682,7 +609,7 @@ def _stats_partial_kernel(indptr, indices, data, Y, n, rows_per_part, P):
 
 
 @cuda.jit(cache=True)
-def _stats_reduce_kernel(P, n_parts, out):
+def stats_reduce_kernel(P, n_parts, out):
     """``out += sum_p P[p]``, parts added one after another in order; one thread
     per output entry."""
     m = out.shape[0]
@@ -696,14 +623,3 @@ def _stats_reduce_kernel(P, n_parts, out):
         for p in range(n_parts):
             acc += P[p, j, c]
         out[j, c] = acc
-
-
-@cuda.jit(cache=True)
-def _zero_kernel(out):
-    m = out.shape[0]
-    ncol = out.shape[1]
-    start = cuda.grid(1)
-    stride = cuda.gridsize(1)
-    for e in range(start, m * ncol, stride):
-        j = e // ncol
-        out[j, e - j * ncol] = 0.0

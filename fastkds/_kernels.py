@@ -17,6 +17,10 @@ are bitwise identical for any ``n_jobs``.
 import numpy as np
 from numba import njit, prange
 
+from ._shared_kernels import (
+    advance_iterate, fill_csr_row, point_objective, simplex_support_michelot, sq_distances, support_floor, max_entry,
+)
+
 #: Points per parallel work item. Fixed (not derived from the thread count) so
 #: that results do not depend on how many threads run.
 BLOCK = 256
@@ -27,18 +31,7 @@ BLOCK = 256
 # --------------------------------------------------------------------------
 
 
-# Both methods work relative to max(v): the projection is unchanged by a common
-# shift, and after it the "- 1" in tau = (sum - 1) / k is never lost to rounding,
-# however large |v| is (a point far from every atom has huge locality weights).
-
-
-@njit(cache=True, nogil=True)
-def _vmax(v):
-    vmax = v[0]
-    for j in range(1, v.shape[0]):
-        if v[j] > vmax:
-            vmax = v[j]
-    return vmax
+# Both methods work relative to max(v) (see fastkds._shared_kernels).
 
 
 @njit(cache=True, nogil=True)
@@ -68,60 +61,6 @@ def _simplex_threshold_sorted(v, vmax, ks):
     return (c_rho - one) / ks[rho]
 
 
-@njit(cache=True, nogil=True)
-def _simplex_support_michelot(v, vmax, floor, ks, cand):
-    """Support and threshold of the projection of ``v`` by Michelot's method.
-
-    Works relative to ``vmax = max(v)``. ``floor`` must be a lower bound on
-    the (relative) threshold: every ``v_j - vmax > floor`` is gathered into
-    ``cand``, then Michelot's iteration ``tau = (sum_{j in S} v_j - 1) / |S|``,
-    ``S = {j : v_j > tau}`` runs on that list alone, compacting it. Started
-    from any superset of the support, tau rises monotonically to the exact
-    threshold, the sorted method's. ``floor = -1`` is always valid (no output
-    exceeds 1); so is ``(sum_{j in A} v_j - 1) / |A|`` for any index set A.
-
-    Rounding can make the count flip back and forth in float32, hence the cap
-    of m + 1 passes (written as ``while going``: Numba 0.68 miscompiled a
-    ``while True`` form of such a loop). The maximum always stays in the list
-    (its relative value 0 exceeds any tau <= -1/k), so the count never hits 0.
-
-    Returns
-    -------
-    tau : threshold relative to vmax; the projection is ``max(v - vmax - tau, 0)``.
-    k : the support is ``cand[:k]`` (ascending indices).
-    """
-    m = v.shape[0]
-    one = ks[1]
-    s = ks[0]
-    k = 0
-    for j in range(m):
-        vj = v[j] - vmax
-        if vj > floor:
-            cand[k] = j
-            s += vj
-            k += 1
-    tau = (s - one) / ks[k]
-    passes = 0
-    going = True
-    while going:
-        s = ks[0]
-        k_new = 0
-        for q in range(k):
-            j = cand[q]
-            vj = v[j] - vmax
-            if vj > tau:
-                cand[k_new] = j
-                s += vj
-                k_new += 1
-        passes += 1
-        if k_new == k or passes > m:
-            going = False
-        else:
-            tau = (s - one) / ks[k_new]
-        k = k_new
-    return tau, k
-
-
 @njit(parallel=True, cache=True)
 def project_simplex_rows(V, out, ks, sorted_method):
     """Project every row of ``V`` onto the probability simplex, into ``out``."""
@@ -129,11 +68,11 @@ def project_simplex_rows(V, out, ks, sorted_method):
     zero = ks[0]
     one = ks[1]
     for i in prange(n):
-        vmax = _vmax(V[i])
+        vmax = max_entry(V[i])
         if sorted_method:
             tau = _simplex_threshold_sorted(V[i], vmax, ks)
         else:
-            tau, _ = _simplex_support_michelot(V[i], vmax, -one, ks, np.empty(m, dtype=np.int64))
+            tau, _ = simplex_support_michelot(V[i], vmax, -one, ks, np.empty(m, dtype=np.int64))
         for j in range(m):
             x = (V[i, j] - vmax) - tau
             out[i, j] = x if x > zero else zero
@@ -188,13 +127,9 @@ def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, ins, ca
     mp = G.shape[1]
     zero = ks[0]
     one = ks[1]
-    half = one / (one + one)
+    sq_distances(b, yy, ww, ks, dist)
     for j in range(m):
-        dj = yy - (b[j] + b[j]) + ww[j]
-        if dj < zero:  # rounding in the expanded form
-            dj = zero
-        dist[j] = dj
-        ac[j] = -alpha * (lam * dj - b[j])
+        ac[j] = -alpha * (lam * dist[j] - b[j])
     nz = 0
     nx = 0
     for t in range(beta.shape[0]):
@@ -275,63 +210,22 @@ def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, ins, ca
             nz = nx
             continue
         # relative to max(v); the old support's tau is a lower bound
-        c = _vmax(v)
-        floor = -one
-        if nx > 0:
-            s = zero
-            for q in range(nx):
-                s += v[xs[q]] - c
-            s = (s - one) / ks[nx]
-            if s > floor:
-                floor = s
-        tau, k = _simplex_support_michelot(v, c, floor, ks, cand)
-        # x_new = v - c - tau on cand[:k]; z = x_new + beta (x_new - x_old)
-        bt = beta[t]
-        for q in range(nz):
-            z[zidx[q]] = zero
+        c = max_entry(v)
+        floor = support_floor(v, xs, 0, nx, c, ks)
+        tau, k = simplex_support_michelot(v, c, floor, ks, cand)
+        # ins: the indicator of the new support cand[:k]
         for q in range(nx):
-            j = xs[q]
-            xold[q] = x[j]
-            x[j] = zero
-            ins[j] = 0
-        nz = 0
+            ins[xs[q]] = 0
         for q in range(k):
-            j = cand[q]
-            xn = (v[j] - c) - tau
-            x[j] = xn
-            z[j] = xn + bt * xn
-            ins[j] = 1
-            zidx[nz] = j
-            nz += 1
-        for q in range(nx):
-            j = xs[q]
-            if x[j] == zero:  # left the support: z_j = -beta x_old_j
-                zidx[nz] = j
-                nz += 1
-            z[j] = x[j] + bt * (x[j] - xold[q])
-        for q in range(k):
-            xs[q] = cand[q]
+            ins[cand[q]] = 1
+        nz = advance_iterate(v, c, tau, cand, k, beta[t], x, z, xs, nx, zidx, nz, xold, ks)
         nx = k
     # leave the scratch clean for the next point
     for q in range(nz):
         z[zidx[q]] = zero
     for q in range(nx):
         ins[xs[q]] = 0
-    # objective: 1/2 ||y - x W||^2 + lam * sum_j x_j dist_j, via the Gram form
-    rec = yy
-    loc = zero
-    for p in range(nx):
-        j = xs[p]
-        xj = x[j]
-        rec -= (xj + xj) * b[j]
-        loc += xj * dist[j]
-        acc = zero
-        for q in range(nx):
-            acc += x[xs[q]] * G[j, xs[q]]
-        rec += xj * acc
-    if rec < zero:
-        rec = zero
-    return half * rec + lam * loc, nx
+    return point_objective(b, yy, G, lam, ks, x, xs, nx, dist), nx
 
 
 # --------------------------------------------------------------------------
@@ -603,7 +497,7 @@ def _encode_group(
         # can take part (a lane whose support did not change gets tau(A)
         # again, bit for bit: the same sum in the same order). Rounding can
         # make a count flip in float32: cap the passes (written as
-        # `while going`, see _simplex_support_michelot).
+        # `while going`, see simplex_support_michelot).
         going = changed
         for l in range(L):
             cnt[l] = -one
@@ -721,13 +615,13 @@ def encode_codes(B, yy, G, Gp, W, ww, alpha, lam, beta, ks, counts, slot_idx, sl
     # used, and a parallel function compiles slowly in proportion to its body
     if W.shape[1] <= LOCKSTEP_MAX_FEATURES:
         aW = (alpha * W).astype(W.dtype)
-        _encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj, n_threads)
+        encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj, n_threads)
     else:
-        _encode_codes_points(B, yy, Gp, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj)
+        encode_codes_points(B, yy, Gp, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj)
 
 
 @njit(parallel=True, cache=True)
-def _encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj, n_threads):
+def encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj, n_threads):
     n, m = B.shape
     d = W.shape[1]
     L = LANE_BYTES // B.itemsize
@@ -785,7 +679,7 @@ def encode_point_to_slots(i, B, yy, Gp, ww, alpha, lam, beta, ks, scratch, count
 
 
 @njit(parallel=True, cache=True)
-def _encode_codes_points(B, yy, Gp, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj):
+def encode_codes_points(B, yy, Gp, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj):
     n, m = B.shape
     n_blocks = (n + BLOCK - 1) // BLOCK
     for blk in prange(n_blocks):
@@ -835,14 +729,8 @@ def count_row_nonzeros(X, counts):
 @njit(parallel=True, cache=True)
 def fill_csr(X, indptr, indices, data):
     """Second pass of CSR assembly: column indices ascending, no explicit zeros."""
-    n, m = X.shape
-    for i in prange(n):
-        p = indptr[i]
-        for j in range(m):
-            if X[i, j] != 0:
-                indices[p] = j
-                data[p] = X[i, j]
-                p += 1
+    for i in prange(X.shape[0]):
+        fill_csr_row(X, i, indptr[i], indices, data)
 
 
 # --------------------------------------------------------------------------

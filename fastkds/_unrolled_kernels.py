@@ -26,7 +26,7 @@ working dtype supplies 0, 1 and the counts.
 import numpy as np
 from numba import njit, prange
 
-from ._kernels import _simplex_support_michelot, _vmax
+from ._shared_kernels import gram_step, simplex_support_michelot, sq_distances, support_floor, max_entry
 
 
 @njit(cache=True, nogil=True)
@@ -49,11 +49,8 @@ def _unrolled_point(b, yy, G, ww, alpha, lam, beta, ks, off, tidx, tval, dist, v
     two = one + one
     half = one / two
     # ---- forward: the encoder, recording each x_{t+1} --------------------
+    sq_distances(b, yy, ww, ks, dist)
     for j in range(m):
-        dj = yy - (b[j] + b[j]) + ww[j]
-        if dj < zero:  # rounding in the expanded form
-            dj = zero
-        dist[j] = dj
         z[j] = zero
     nz = 0
     off[0] = 0
@@ -61,28 +58,13 @@ def _unrolled_point(b, yy, G, ww, alpha, lam, beta, ks, off, tidx, tval, dist, v
         # v = z - alpha (z G - b + lam dist), z G over the support of z only
         for j in range(m):
             v[j] = -alpha * (lam * dist[j] - b[j])
-        for q in range(nz):
-            k = zidx[q]
-            a = alpha * z[k]
-            if a != zero:
-                for j in range(m):
-                    v[j] -= a * G[k, j]
-        for q in range(nz):
-            k = zidx[q]
-            v[k] += z[k]
-        vmax = _vmax(v)
-        # the previous support bounds the threshold from below (see _kernels)
-        floor = -one
+        gram_step(v, z, zidx, nz, alpha, G, ks)
+        vmax = max_entry(v)
+        # the previous support bounds the threshold from below
         o0 = off[t - 1] if t > 0 else 0
         o1 = off[t]
-        if o1 > o0:
-            s = zero
-            for q in range(o0, o1):
-                s += v[tidx[q]] - vmax
-            s = (s - one) / ks[o1 - o0]
-            if s > floor:
-                floor = s
-        tau, k = _simplex_support_michelot(v, vmax, floor, ks, cand)
+        floor = support_floor(v, tidx, o0, o1, vmax, ks)
+        tau, k = simplex_support_michelot(v, vmax, floor, ks, cand)
         for q in range(k):
             j = cand[q]
             tidx[o1 + q] = j

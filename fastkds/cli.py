@@ -160,9 +160,9 @@ def _kernels_need_compiling(dtype, n_features):
         from . import _kernels
 
         encoder = (
-            _kernels._encode_codes_lockstep
+            _kernels.encode_codes_lockstep
             if n_features <= _kernels.LOCKSTEP_MAX_FEATURES
-            else _kernels._encode_codes_points
+            else _kernels.encode_codes_points
         )
         name = np.dtype(dtype).name
         for kernel in (encoder, _kernels.accumulate_statistics):

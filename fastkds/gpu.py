@@ -19,7 +19,7 @@ CUDA stream: data in, encoder, scan, fill and ``indptr`` back are queued at
 once; the host then waits for that chunk's total, copies ``indices`` and
 ``data`` back and writes them, with ``indptr`` shifted by the rows and
 entries before the chunk, straight into the final arrays (a parallel Numba
-copy on the host). :func:`encode_csr_cuda` keeps :data:`BUFFER_SETS` sets, so
+copy on the host). :func:`encode_csr_cuda` keeps ``_config.CUDA_BUFFER_SETS`` sets, so
 while the host places one chunk the GPU encodes the next ones.
 """
 
@@ -31,49 +31,15 @@ import scipy.sparse as sp
 import numba
 from numba import cuda
 
+from . import _config
 from ._cuda_kernels import (
-    _bt_kernel, _encode_kernel, _fill_kernel, _scan_add_kernel, _scan_offsets_kernel, _scan_tiles_kernel,
-    _sqnorm_kernel, _stats_partial_kernel, _stats_reduce_kernel, _warp_encode_kernel, _zero_kernel,
+    SCAN_MAX_THREADS, WARP_MAX_ATOMS, bt_kernel, encode_kernel, fill_kernel, scan_add_kernel, scan_offsets_kernel,
+    scan_tiles_kernel, sqnorm_kernel, stats_partial_kernel, stats_reduce_kernel, warp_encode_kernel,
 )
+from ._host_copies import copy_flat, place_csr_chunk
 from ._validation import check_choice
 from .prepared import PreparedDictionary, csr_from_dense
 from .sources import iter_chunks
-
-#: Rows per part of the sufficient-statistics reduction. Fixed (not derived
-#: from the launch) so the order of every sum is a property of the data alone.
-STATS_ROWS = 256
-
-#: Default bytes of device memory for the thread encoder's per-thread scratch.
-SCRATCH_BUDGET = 512 * 2**20
-
-#: Default bytes of device memory for the statistics' per-part partial sums.
-PARTIALS_BUDGET = 256 * 2**20
-
-#: Threads per block of the thread encoder (register-heavy) and of the other kernels.
-ENCODE_THREADS = 128
-THREADS = 256
-
-#: Warps per block of the warp encoder.
-WARPS_PER_BLOCK = 4
-
-#: The prefix sum: threads per block (at most 1024) and rows per thread.
-SCAN_THREADS = 256
-SCAN_ITEMS = 8
-
-#: Grid-stride loops cover any size; this caps the blocks of one launch.
-MAX_BLOCKS = 1 << 16
-
-#: Buffer sets (streams) :func:`encode_csr_cuda` and :class:`CudaBackend
-#: <fastkds._backends.CudaBackend>` keep in flight.
-BUFFER_SETS = 3
-
-#: ``kernel="auto"`` takes the warp encoder from this many atoms on (the
-#: thread encoder below). Chosen by measurement: see docs/gpu.md.
-WARP_MIN_ATOMS = 1
-
-#: The warp encoder keeps a lane's candidate flags in the bits of one int64:
-#: at most 64 atoms per lane.
-WARP_MAX_ATOMS = 64 * 32
 
 KERNELS = ("auto", "warp", "thread")
 
@@ -169,8 +135,8 @@ def _launch(work, stream, threads=None):
     a grid-stride kernel. Small work gets small blocks (whole warps): that
     costs nothing on a GPU and keeps the simulator from starting hundreds of
     idle Python threads."""
-    threads = min(threads or THREADS, max(32, -(-work // 32) * 32))
-    return max(1, min(MAX_BLOCKS, -(-work // threads))), threads, stream
+    threads = min(threads or _config.CUDA_THREADS, max(32, -(-work // 32) * 32))
+    return max(1, min(_config.CUDA_MAX_BLOCKS, -(-work // threads))), threads, stream
 
 
 # --------------------------------------------------------------------------
@@ -189,16 +155,16 @@ def _scan_on_device(d_counts, n, d_out, d_tiles, stream, threads=None, items=Non
     """Queue ``d_out[:n + 1] = [0, cumsum(d_counts[:n])]`` on ``stream``.
 
     ``d_tiles`` (int64) needs ``ceil(n / (threads * items))`` entries; with
-    the defaults at most ``ceil(n / (32 * SCAN_ITEMS))``. Small inputs get
+    the defaults at most ``ceil(n / (32 * CUDA_SCAN_ITEMS))``. Small inputs get
     small blocks (whole warps).
     """
-    items = int(items or SCAN_ITEMS)
-    threads = min(int(threads or SCAN_THREADS), _pow2_at_least(-(-n // items)), 1024)
+    items = int(items or _config.CUDA_SCAN_ITEMS)
+    threads = min(int(threads or _config.CUDA_SCAN_THREADS), _pow2_at_least(-(-n // items)), SCAN_MAX_THREADS)
     tile = threads * items
     n_tiles = -(-n // tile)
-    _scan_tiles_kernel[min(n_tiles, MAX_BLOCKS), threads, stream](d_counts, n, items, d_out, d_tiles)
-    _scan_offsets_kernel[1, min(SCAN_THREADS, _pow2_at_least(n_tiles)), stream](d_tiles, n_tiles)
-    _scan_add_kernel[_launch(n, stream)](d_out, n, tile, d_tiles)
+    scan_tiles_kernel[min(n_tiles, _config.CUDA_MAX_BLOCKS), threads, stream](d_counts, n, items, d_out, d_tiles)
+    scan_offsets_kernel[1, min(_config.CUDA_SCAN_THREADS, _pow2_at_least(n_tiles)), stream](d_tiles, n_tiles)
+    scan_add_kernel[_launch(n, stream)](d_out, n, tile, d_tiles)
 
 
 def indptr_cuda(counts, *, threads=None, items=None):
@@ -212,7 +178,7 @@ def indptr_cuda(counts, *, threads=None, items=None):
         Non-negative counts (int32 or int64).
     threads, items : int or None
         Threads per block (at most 1024) and rows per thread; by default
-        :data:`SCAN_THREADS` and :data:`SCAN_ITEMS`.
+        ``_config.CUDA_SCAN_THREADS`` and ``_config.CUDA_SCAN_ITEMS``.
 
     Returns
     -------
@@ -228,9 +194,9 @@ def indptr_cuda(counts, *, threads=None, items=None):
     if n == 0:
         return out
     stream = cuda.stream()
-    items = int(items or SCAN_ITEMS)
-    if threads is not None and not 1 <= int(threads) <= 1024:
-        raise ValueError(f"threads must be in 1..1024, got {threads}")
+    items = int(items or _config.CUDA_SCAN_ITEMS)
+    if threads is not None and not 1 <= int(threads) <= SCAN_MAX_THREADS:
+        raise ValueError(f"threads must be in 1..{SCAN_MAX_THREADS}, got {threads}")
     d_counts = cuda.to_device(counts, stream=stream)
     d_out = cuda.to_device(out, stream=stream)
     smallest = min(int(threads or 32), 32)  # the most tiles any block size here gives
@@ -239,7 +205,6 @@ def indptr_cuda(counts, *, threads=None, items=None):
     d_out.copy_to_host(out, stream=stream)
     stream.synchronize()
     return out
-
 
 
 # --------------------------------------------------------------------------
@@ -251,43 +216,40 @@ class _StatsWorkspace:
     """Device partials (n_parts, m, m + 1 + d) and the float64 running total
     ``X^T [X | 1 | Y]`` (m x (m + 1 + d))."""
 
-    def __init__(self, n_atoms, n_features, max_rows, stream, partials_budget=PARTIALS_BUDGET):
+    def __init__(self, n_atoms, n_features, max_rows, stream):
         self.m = n_atoms
         self.d = n_features
         ncol = n_atoms + 1 + n_features
         per_part = 8 * n_atoms * ncol
+        # read once: part boundaries must not move while the total is summed
+        self.rows_per_part = _config.CUDA_STATS_ROWS
         # parts that fit the budget, but never more than max_rows needs
-        self.max_parts = max(1, min(-(-max_rows // STATS_ROWS), partials_budget // per_part))
+        self.max_parts = max(1, min(-(-max_rows // self.rows_per_part), _config.CUDA_PARTIALS_BUDGET // per_part))
         self.stream = stream
         self.P = cuda.device_array((self.max_parts, n_atoms, ncol), dtype=np.float64, stream=stream)
-        self.out = cuda.device_array((n_atoms, ncol), dtype=np.float64, stream=stream)
-        self.reset()
+        self.out = cuda.to_device(np.zeros((n_atoms, ncol)), stream=stream)
 
     @property
     def max_rows(self):
-        """Rows one :meth:`add` call takes at most (a multiple of STATS_ROWS)."""
-        return self.max_parts * STATS_ROWS
-
-    def reset(self):
-        m, ncol = self.out.shape
-        _zero_kernel[_launch(m * ncol, self.stream)](self.out)
+        """Rows one :meth:`add` call takes at most (whole parts)."""
+        return self.max_parts * self.rows_per_part
 
     def add(self, d_indptr, d_indices, d_data, d_Y, n, stream):
         """Add rows 0..n-1 of device CSR arrays and device ``Y`` to the total.
 
-        Rows go through in slices of :attr:`max_rows` (a multiple of
-        STATS_ROWS, so part boundaries do not move). ``indptr`` holds offsets
-        into ``indices``/``data``, so a slice of it needs no rebasing.
-        Launched on ``stream``.
+        Rows go through in slices of :attr:`max_rows` (whole parts, so part
+        boundaries do not move). ``indptr`` holds offsets into
+        ``indices``/``data``, so a slice of it needs no rebasing. Launched on
+        ``stream``.
         """
         ncol = self.out.shape[1]
         for lo in range(0, n, self.max_rows):
             hi = min(lo + self.max_rows, n)
-            n_parts = -(-(hi - lo) // STATS_ROWS)
-            _stats_partial_kernel[_launch(n_parts * ncol, stream)](
-                d_indptr[lo : hi + 1], d_indices, d_data, d_Y[lo:hi], hi - lo, STATS_ROWS, self.P
+            n_parts = -(-(hi - lo) // self.rows_per_part)
+            stats_partial_kernel[_launch(n_parts * ncol, stream)](
+                d_indptr[lo : hi + 1], d_indices, d_data, d_Y[lo:hi], hi - lo, self.rows_per_part, self.P
             )
-            _stats_reduce_kernel[_launch(self.m * ncol, stream)](self.P, n_parts, self.out)
+            stats_reduce_kernel[_launch(self.m * ncol, stream)](self.P, n_parts, self.out)
 
     def result(self, stream):
         """Copy the total to the host: ``(XtX, s, XtY)``, float64."""
@@ -302,45 +264,8 @@ class _StatsWorkspace:
 
 
 # --------------------------------------------------------------------------
-# Host side: parallel copies, prepared dictionary, buffers, streaming
+# Host side: prepared dictionary, buffers, streaming
 # --------------------------------------------------------------------------
-
-#: Default bytes of device memory per buffer set (data, B, dense codes, CSR).
-CHUNK_BUDGET = 512 * 2**20
-
-#: Elements per work item of the host copies (fixed: any thread count gives
-#: the same result, and each item is long enough to stream memory).
-COPY_BLOCK = 1 << 16
-
-
-@numba.njit(parallel=True, cache=True)
-def _copy_flat(dst, src):
-    """``dst[:] = src`` for 1-D arrays, in parallel (pinned staging of Y)."""
-    n = src.shape[0]
-    for blk in numba.prange((n + COPY_BLOCK - 1) // COPY_BLOCK):
-        lo = blk * COPY_BLOCK
-        hi = min(lo + COPY_BLOCK, n)
-        for e in range(lo, hi):
-            dst[e] = src[e]
-
-
-@numba.njit(parallel=True, cache=True)
-def _place_chunk(c_indptr, c_indices, c_data, n, nnz, row0, base, indptr, indices, data):
-    """Write a chunk's CSR arrays (rows ``row0..row0+n-1``, entries from
-    ``base`` on) into the final arrays: ``indptr`` shifted by ``base``,
-    ``indices`` and ``data`` copied. In parallel: first touch of the final
-    arrays' pages is part of the cost."""
-    for blk in numba.prange((n + COPY_BLOCK - 1) // COPY_BLOCK):
-        lo = blk * COPY_BLOCK
-        hi = min(lo + COPY_BLOCK, n)
-        for i in range(lo, hi):
-            indptr[row0 + 1 + i] = c_indptr[i + 1] + base
-    for blk in numba.prange((nnz + COPY_BLOCK - 1) // COPY_BLOCK):
-        lo = blk * COPY_BLOCK
-        hi = min(lo + COPY_BLOCK, nnz)
-        for p in range(lo, hi):
-            indices[base + p] = c_indices[p]
-            data[base + p] = c_data[p]
 
 
 def _free_device_memory():
@@ -359,8 +284,8 @@ def default_chunk_size_cuda(n_features, n_atoms, itemsize, budget=None):
     device's CSR arrays are sized for the worst case, so the whole chunk is
     queued without waiting for its total). Larger chunks than on the CPU:
     each launch should fill the GPU. By default the budget is
-    ``CHUNK_BUDGET``, or a twelfth of the free device memory when that is
-    less (:data:`BUFFER_SETS` buffer sets, the encoder's scratch and the
+    ``_config.CUDA_CHUNK_BUDGET``, or a twelfth of the free device memory when that is
+    less (``_config.CUDA_BUFFER_SETS`` buffer sets, the encoder's scratch and the
     statistics' partials share the device).
 
     Returns
@@ -369,7 +294,7 @@ def default_chunk_size_cuda(n_features, n_atoms, itemsize, budget=None):
     """
     if budget is None:
         free = _free_device_memory()
-        budget = CHUNK_BUDGET if free is None else min(CHUNK_BUDGET, free // 12)
+        budget = _config.CUDA_CHUNK_BUDGET if free is None else min(_config.CUDA_CHUNK_BUDGET, free // 12)
     per_row = (n_features + 2 * n_atoms + 2) * itemsize + 16 + n_atoms * (4 + itemsize)
     return int(min(1 << 21, max(1 << 12, budget // per_row)))
 
@@ -411,7 +336,7 @@ class CudaBuffers:
         idx = _index_dtype(capacity, m)
         self.d_indptr = cuda.device_array(capacity + 1, dtype=idx, stream=s)
         self.h_indptr = cuda.pinned_array(capacity + 1, dtype=idx)
-        self.d_tiles = cuda.device_array(-(-capacity // (32 * SCAN_ITEMS)) + 1, dtype=np.int64, stream=s)
+        self.d_tiles = cuda.device_array(-(-capacity // (32 * _config.CUDA_SCAN_ITEMS)) + 1, dtype=np.int64, stream=s)
         self.d_indices = cuda.device_array(max(1, capacity * m), dtype=np.int32, stream=s)
         self.d_data = cuda.device_array(max(1, capacity * m), dtype=dtype, stream=s)
         self._thread = None  # Bt, yy and scratch of the thread encoder, on first use
@@ -432,7 +357,7 @@ class CudaBuffers:
             self._thread = (
                 cuda.device_array((m, cap), dtype=self.dtype, stream=s),
                 cuda.device_array(cap, dtype=self.dtype, stream=s),
-                # per-thread scratch, one column per slot (see _encode_kernel)
+                # per-thread scratch, one column per slot (see encode_kernel)
                 tuple(cuda.device_array((m, ns), dtype=self.dtype, stream=s) for _ in range(5)),
                 (
                     cuda.device_array((m, ns), dtype=np.int32, stream=s),  # cand
@@ -455,7 +380,7 @@ class CudaBuffers:
 def _resolve_kernel(kernel, n_atoms):
     check_choice(kernel, "kernel", KERNELS)
     if kernel == "auto":
-        return "warp" if WARP_MIN_ATOMS <= n_atoms <= WARP_MAX_ATOMS else "thread"
+        return "warp" if _config.CUDA_WARP_MIN_ATOMS <= n_atoms <= WARP_MAX_ATOMS else "thread"
     if kernel == "warp" and n_atoms > WARP_MAX_ATOMS:
         raise ValueError(f'kernel="warp" takes at most {WARP_MAX_ATOMS} atoms, got {n_atoms}: use "thread"')
     return kernel
@@ -472,26 +397,24 @@ class CudaPreparedDictionary:
 
     Parameters
     ----------
-    W : ndarray of shape (m, d)
-    lam : float
-    n_iter : int
-    dtype : numpy dtype, float32 or float64
-    step : {"centred", "paper"}, default="centred"
-        The encoder step (see :class:`~fastkds.prepared.PreparedDictionary`).
+    W, lam, n_iter, dtype, step
+        As for :class:`~fastkds.prepared.PreparedDictionary`.
     kernel : {"auto", "warp", "thread"}, default="auto"
         Encoder: one point per warp or one point per thread. "auto" takes the
-        warp encoder from :data:`WARP_MIN_ATOMS` up to :data:`WARP_MAX_ATOMS`
-        atoms (its limit), the thread encoder otherwise.
-    threads_per_block : int, default=ENCODE_THREADS
-        Thread encoder's block size.
-    scratch_budget : int, default=SCRATCH_BUDGET
+        warp encoder from ``_config.CUDA_WARP_MIN_ATOMS`` up to
+        :data:`WARP_MAX_ATOMS` atoms (its limit), the thread encoder otherwise.
+    threads_per_block : int or None
+        Thread encoder's block size; by default ``_config.CUDA_ENCODE_THREADS``.
+    scratch_budget : int or None
         Bytes of device memory for the thread encoder's per-thread scratch;
-        bounds its threads (slots) per launch.
-    warps_per_block : int, default=WARPS_PER_BLOCK
-        Warp encoder's block size in warps.
+        bounds its threads (slots) per launch. By default
+        ``_config.CUDA_SCRATCH_BUDGET``.
+    warps_per_block : int or None
+        Warp encoder's block size in warps; by default
+        ``_config.CUDA_WARPS_PER_BLOCK``.
     max_warps : int or None
         Warp encoder's warps per launch (each then encodes several points);
-        by default one per point, up to ``MAX_BLOCKS`` blocks.
+        by default one per point, up to ``_config.CUDA_MAX_BLOCKS`` blocks.
 
     Raises
     ------
@@ -502,8 +425,8 @@ class CudaPreparedDictionary:
     """
 
     def __init__(
-        self, W, lam, n_iter, dtype, *, step="centred", kernel="auto", threads_per_block=ENCODE_THREADS,
-        scratch_budget=SCRATCH_BUDGET, warps_per_block=WARPS_PER_BLOCK, max_warps=None,
+        self, W, lam, n_iter, dtype, *, step="centred", kernel="auto", threads_per_block=None,
+        scratch_budget=None, warps_per_block=None, max_warps=None,
     ):  # fmt: skip
         require_cuda()
         host = PreparedDictionary(W, lam, n_iter, dtype, step)
@@ -513,9 +436,10 @@ class CudaPreparedDictionary:
         self.shift = host.shift  # subtracted from each chunk on its way in (see _submit)
         self.alpha, self.lam, self.beta, self.ks = host.alpha, host.lam, host.beta, host.ks
         self.kernel = _resolve_kernel(kernel, self.n_atoms)
-        self.threads_per_block = int(threads_per_block)
-        self.scratch_budget = int(scratch_budget)
-        self.warps_per_block = max(1, min(32, int(warps_per_block)))
+        self.threads_per_block = int(_config.CUDA_ENCODE_THREADS if threads_per_block is None else threads_per_block)
+        self.scratch_budget = int(_config.CUDA_SCRATCH_BUDGET if scratch_budget is None else scratch_budget)
+        wpb = _config.CUDA_WARPS_PER_BLOCK if warps_per_block is None else warps_per_block
+        self.warps_per_block = max(1, min(32, int(wpb)))
         self.max_warps = None if max_warps is None else max(1, int(max_warps))
         self.d_beta = cuda.to_device(self.beta)
         self.d_ks = cuda.to_device(self.ks)
@@ -570,12 +494,11 @@ class CudaPreparedDictionary:
         return CudaBuffers(chunk_size, self.n_atoms, self.n_features, self.dtype, max(1, int(n_slots)))
 
     def _check_chunk(self, Y, buffers):
-        if Y.ndim != 2 or Y.shape[1] != self.n_features or Y.dtype != self.dtype:
-            raise ValueError(
-                f"Y must be 2-D {self.dtype} with {self.n_features} columns, got {Y.dtype} {Y.shape}"
-            )
+        """``Y`` checked as :func:`_check_data` does, and against the buffers' capacity."""
+        Y = _check_data(Y, self)
         if Y.shape[0] > buffers.capacity:
             raise ValueError(f"chunk of {Y.shape[0]} rows exceeds the buffers' {buffers.capacity}")
+        return Y
 
     def _encode_on_device(self, buf, n):
         """Queue the encoder on rows 0..n-1 of ``buf.d_Y``: ``buf.d_X``,
@@ -584,21 +507,21 @@ class CudaPreparedDictionary:
         if self.kernel == "warp":
             warps = n if self.max_warps is None else min(n, self.max_warps)
             tpb = 32 * min(self.warps_per_block, warps)
-            blocks = max(1, min(MAX_BLOCKS, -(-warps * 32 // tpb)))
-            _warp_encode_kernel(self.R, self.dtype)[blocks, tpb, s](
+            blocks = max(1, min(_config.CUDA_MAX_BLOCKS, -(-warps * 32 // tpb)))
+            warp_encode_kernel(self.R, self.dtype)[blocks, tpb, s](
                 buf.d_Y, self.d_Wt, self.d_Gp, self.d_wwp, self.alpha, self.lam, self.d_beta, self.d_ks,
                 self.neg_inf, n, self.n_atoms, buf.d_X, buf.d_obj, buf.d_counts,
             )  # fmt: skip
             return
         d_Bt, d_yy, scratch, iscratch = buf.thread_buffers()
         m = self.n_atoms
-        _bt_kernel[_launch(n * m, s)](buf.d_Y, self.d_W, n, self.d_ks, d_Bt)
-        _sqnorm_kernel[_launch(n, s)](buf.d_Y, n, self.d_ks, d_yy)
+        bt_kernel[_launch(n * m, s)](buf.d_Y, self.d_W, n, self.d_ks, d_Bt)
+        sqnorm_kernel[_launch(n, s)](buf.d_Y, n, self.d_ks, d_yy)
         # at most one thread per point and per scratch slot (whole warps)
         busy = min(n, buf.n_slots)
         tpb = min(self.threads_per_block, max(32, -(-busy // 32) * 32))
         blocks = max(1, -(-busy // tpb))
-        _encode_kernel[blocks, tpb, s](
+        encode_kernel[blocks, tpb, s](
             d_Bt, d_yy, self.d_G, self.d_ww, self.alpha, self.lam, self.d_beta, self.d_ks,
             n, buf.d_X, buf.d_obj, buf.d_counts, *scratch, *iscratch,
         )  # fmt: skip
@@ -609,14 +532,14 @@ class CudaPreparedDictionary:
         when asked. Returns once the host copy into pinned memory is done."""
         n = Y.shape[0]
         s = buf.stream
-        _copy_flat(buf.h_Y[:n].reshape(-1), Y.reshape(-1))  # pinned: the copy below is asynchronous
+        copy_flat(buf.h_Y[:n].reshape(-1), Y.reshape(-1))  # pinned: the copy below is asynchronous
         if self.shift is not None:  # the centred step: points centred as the atoms are
             buf.h_Y[:n] -= self.shift
         buf.d_Y[:n].copy_to_device(buf.h_Y[:n], stream=s)
         self._encode_on_device(buf, n)
         if csr:
             _scan_on_device(buf.d_counts, n, buf.d_indptr, buf.d_tiles, s)
-            _fill_kernel[_launch(n, s)](buf.d_X, n, buf.d_indptr, buf.d_indices, buf.d_data)
+            fill_kernel[_launch(n, s)](buf.d_X, n, buf.d_indptr, buf.d_indices, buf.d_data)
             buf.d_indptr[: n + 1].copy_to_host(buf.h_indptr[: n + 1], stream=s)
         if objective:
             buf.d_obj[:n].copy_to_host(buf.h_obj[:n], stream=s)
@@ -654,10 +577,10 @@ class CudaPreparedDictionary:
         n = Y.shape[0]
         if buffers is None:
             buffers = self.allocate(n)
-        self._check_chunk(Y, buffers)
+        Y = self._check_chunk(Y, buffers)
         if n == 0:
             return buffers.h_X[:0], buffers.h_obj[:0]
-        self._submit(np.ascontiguousarray(Y), buffers, csr=False)
+        self._submit(Y, buffers, csr=False)
         s = buffers.stream
         buffers.d_X[:n].copy_to_host(buffers.h_X[:n], stream=s)
         buffers.d_obj[:n].copy_to_host(buffers.h_obj[:n], stream=s)
@@ -674,10 +597,10 @@ class CudaPreparedDictionary:
 
 def _buffer_sets(buffers, prepared, chunk_size, n):
     """The buffer sets a pass uses: the caller's (one CudaBuffers or a
-    sequence of them), or fresh ones (up to BUFFER_SETS, one per chunk)."""
+    sequence of them), or fresh ones (up to CUDA_BUFFER_SETS, one per chunk)."""
     rows = min(chunk_size, max(n, 1))
     if buffers is None:
-        return [prepared.allocate(rows) for _ in range(max(1, min(BUFFER_SETS, -(-n // chunk_size))))]
+        return [prepared.allocate(rows) for _ in range(max(1, min(_config.CUDA_BUFFER_SETS, -(-n // chunk_size))))]
     sets = [buffers] if isinstance(buffers, CudaBuffers) else list(buffers)
     for buf in sets:
         if buf.capacity < rows or buf.dtype != prepared.dtype or buf.n_atoms != prepared.n_atoms:
@@ -754,7 +677,7 @@ def encode_csr_cuda(Y, prepared, chunk_size, *, return_objective=False, buffers=
         Also return the per-point objectives.
     buffers : CudaBuffers, sequence of CudaBuffers, or None
         Reused buffer sets (see :func:`run_epoch_cuda`); by default
-        :data:`BUFFER_SETS` are allocated (fewer for fewer chunks).
+        ``_config.CUDA_BUFFER_SETS`` are allocated (fewer for fewer chunks).
 
     Returns
     -------
@@ -780,7 +703,7 @@ def encode_csr_cuda(Y, prepared, chunk_size, *, return_objective=False, buffers=
             cap = _nnz_capacity(need, stop, n, n * m, cap)
             indices = _grown(indices, cap, idx, pos)
             data = _grown(data, cap, prepared.dtype, pos)
-        _place_chunk(buf.h_indptr, buf.h_indices, buf.h_data, stop - start, nnz, start, pos, indptr, indices, data)
+        place_csr_chunk(buf.h_indptr, buf.h_indices, buf.h_data, stop - start, nnz, start, pos, indptr, indices, data)
         if obj is not None:
             obj[start:stop] = buf.h_obj[: stop - start]
         pos = need
@@ -801,7 +724,7 @@ def statistics_cuda(indptr, indices, data, Y, *, n_atoms=None, chunk_size=None):
 
     Twin of ``_kernels.accumulate_statistics``, accumulated in
     float64. Rows stream through the device in chunks that are multiples of
-    :data:`STATS_ROWS`, and partial sums are added in a fixed order, so the
+    ``_config.CUDA_STATS_ROWS``, and partial sums are added in a fixed order, so the
     result is the same for any chunk size and launch configuration.
 
     Parameters
@@ -813,7 +736,7 @@ def statistics_cuda(indptr, indices, data, Y, *, n_atoms=None, chunk_size=None):
         m; by default ``max(indices) + 1`` (pass it when trailing atoms may
         be unused).
     chunk_size : int or None
-        Rows per device chunk, rounded up to a multiple of STATS_ROWS; by
+        Rows per device chunk, rounded up to whole parts of CUDA_STATS_ROWS; by
         default as many as the partial-sum budget allows.
 
     Returns
@@ -836,7 +759,7 @@ def statistics_cuda(indptr, indices, data, Y, *, n_atoms=None, chunk_size=None):
     ws = _StatsWorkspace(n_atoms, d, max(n, 1), stream)
     step = ws.max_rows
     if chunk_size is not None:
-        step = min(step, -(-int(chunk_size) // STATS_ROWS) * STATS_ROWS)
+        step = min(step, -(-int(chunk_size) // ws.rows_per_part) * ws.rows_per_part)
     for lo in range(0, n, step):
         hi = min(lo + step, n)
         a, b = int(indptr[lo]), int(indptr[hi])
@@ -867,7 +790,7 @@ def run_epoch_cuda(Y, prepared, chunk_size, stats=None, buffers=None, codes_out=
     buffers : CudaBuffers, sequence of CudaBuffers, or None
         From :meth:`CudaPreparedDictionary.allocate` (of any dictionary of
         the same shape and dtype), reused across epochs. Several sets let
-        transfers overlap compute; by default :data:`BUFFER_SETS` are
+        transfers overlap compute; by default ``_config.CUDA_BUFFER_SETS`` are
         allocated per call.
     codes_out : list or None
         Receives each chunk's CSR triple ``(indptr, indices, data)``
@@ -890,7 +813,7 @@ def run_epoch_cuda(Y, prepared, chunk_size, stats=None, buffers=None, codes_out=
     for start, stop, buf, nnz in _pipeline(Y, prepared, chunk_size, ws, stats is not None, buffers):
         k = stop - start
         if stats is not None:
-            _add_chunk_totals(stats, Y[start:stop], buf.h_obj[:k])
+            stats.add_objectives(Y[start:stop], buf.h_obj[:k])
         if codes_out is not None:
             codes_out.append(
                 (buf.h_indptr[: k + 1].astype(np.int64), buf.h_indices[:nnz].copy(), buf.h_data[:nnz].copy())
@@ -903,12 +826,3 @@ def run_epoch_cuda(Y, prepared, chunk_size, stats=None, buffers=None, codes_out=
         stats.s += s
         stats.XtY += XtY
     return stats
-
-
-def _add_chunk_totals(stats, Y, objective):
-    """What ``SufficientStatistics.add_chunk`` does besides the kernel call:
-    objective sum, sample count and the re-seed candidates."""
-    stats.objective_sum += float(np.sum(objective, dtype=np.float64))
-    stats.n_samples += Y.shape[0]
-    if stats.n_candidates:
-        stats._sample_candidates(Y, objective)

@@ -64,8 +64,22 @@ class SufficientStatistics:
         n = Y.shape[0]
         n_parts = int(max(1, min(8, -(-n // _kernels.BLOCK), _config.STATISTICS_PARTS_BUDGET // (8 * m * (m + d)))))
         _kernels.accumulate_statistics(indptr, indices, data, Y, n_parts, self.XtX, self.s, self.XtY)
+        self.add_objectives(Y, objective)
+
+    def add_objectives(self, Y, objective):
+        """Add a chunk's objectives, its point count and its re-seed
+        candidates: all that :meth:`add_chunk` adds but the sums of the codes
+        (which the GPU path forms on the device).
+
+        Parameters
+        ----------
+        Y : ndarray of shape (n, d)
+            The chunk's points, as encoded.
+        objective : ndarray of shape (n,)
+            Their objectives.
+        """
         self.objective_sum += float(np.sum(objective, dtype=np.float64))
-        self.n_samples += n
+        self.n_samples += Y.shape[0]
         if self.n_candidates:
             self._sample_candidates(Y, objective)
 

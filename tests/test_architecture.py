@@ -27,10 +27,12 @@ LAYERS = {
     "datasets": 1,
     "sources": 1,
     # compiled code
+    "_shared_kernels": 2,
     "_kernels": 2,
     "_active_set": 2,
     "_unrolled_kernels": 2,
     "_cuda_kernels": 2,
+    "_host_copies": 2,
     # where the kernels run
     "prepared": 3,
     "gpu": 3,

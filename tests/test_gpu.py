@@ -25,7 +25,7 @@ if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1":
         )
 
 import fastkds  # noqa: E402
-from fastkds import _naive, gpu  # noqa: E402
+from fastkds import _config, _naive, gpu  # noqa: E402
 from fastkds.prepared import PreparedDictionary, concatenate_csr, csr_from_dense  # noqa: E402
 from fastkds._backends import run_epoch  # noqa: E402
 from fastkds.solvers import SufficientStatistics  # noqa: E402
@@ -220,8 +220,8 @@ def test_device_prefix_sum_matches_cumsum(n, threads, items, monkeypatch):
     """Tiles of threads * items rows; with few blocks per launch and small
     blocks, several tiles per block (block-stride loop) and several rounds
     of the tile-offset scan."""
-    monkeypatch.setattr(gpu, "SCAN_THREADS", 32)
-    monkeypatch.setattr(gpu, "MAX_BLOCKS", 8)
+    monkeypatch.setattr(_config, "CUDA_SCAN_THREADS", 32)
+    monkeypatch.setattr(_config, "CUDA_MAX_BLOCKS", 8)
     counts = np.random.default_rng(n).integers(0, 40, size=n).astype(np.int32)
     got = gpu.indptr_cuda(counts, threads=threads, items=items)
     want = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)])
@@ -267,7 +267,7 @@ def test_statistics_match_naive(dtype):
 def test_statistics_do_not_depend_on_chunking(monkeypatch):
     """Parts of fixed size added in order: any chunk size and launch gives
     bitwise the same sums (small parts here, to have many of them)."""
-    monkeypatch.setattr(gpu, "STATS_ROWS", 8)
+    monkeypatch.setattr(_config, "CUDA_STATS_ROWS", 8)
     rng = np.random.default_rng(4)
     n, m, d = 61, 5, 2
     X = sparse_codes(rng, n, m)
@@ -278,8 +278,8 @@ def test_statistics_do_not_depend_on_chunking(monkeypatch):
         got = gpu.statistics_cuda(ip, ix, dt, Y, n_atoms=m, chunk_size=chunk)
         for a, b in zip(got, ref):
             np.testing.assert_array_equal(a, b)
-    monkeypatch.setattr(gpu, "THREADS", 32)
-    monkeypatch.setattr(gpu, "MAX_BLOCKS", 2)  # grid-stride loops in all kernels
+    monkeypatch.setattr(_config, "CUDA_THREADS", 32)
+    monkeypatch.setattr(_config, "CUDA_MAX_BLOCKS", 2)  # grid-stride loops in all kernels
     for a, b in zip(gpu.statistics_cuda(ip, ix, dt, Y, n_atoms=m), ref):
         np.testing.assert_array_equal(a, b)
     for a, b in zip(ref, _naive.statistics(X, Y)):
@@ -409,7 +409,7 @@ def test_kds_fit_on_cuda_matches_cpu(monkeypatch):
     # the thread encoder, to keep the simulator quick (the warp encoder's
     # epoch is tested above; on a GPU both are quick)
     if gpu.in_simulator():
-        monkeypatch.setattr(gpu, "WARP_MIN_ATOMS", 10**9)
+        monkeypatch.setattr(_config, "CUDA_WARP_MIN_ATOMS", 10**9)
     Y, _ = fastkds.make_moons(48, random_state=0)
     kw = dict(lam=5.0, n_iter=6, max_epochs=2, random_state=0)
     cpu = fastkds.KDS(4, device="cpu", **kw).fit(Y)

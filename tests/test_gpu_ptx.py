@@ -39,32 +39,31 @@ def signatures(dt):
     scratch = (A2,) * 5 + (I2,) * 3
     warp = (A2, A2, A2, A1, dt, dt, A1, A1, dt, i64, i64, A2, A1, I1)
     return {
-        "_encode_kernel": (A2, A1, A2, A1, dt, dt, A1, A1, i64, A2, A1, I1) + scratch,
+        "encode_kernel": (A2, A1, A2, A1, dt, dt, A1, A1, i64, A2, A1, I1) + scratch,
         "warp R=1": warp,
         "warp R=16": warp,
-        "_bt_kernel": (A2, A2, i64, A1, A2),
-        "_sqnorm_kernel": (A2, i64, A1, A1),
-        "_fill_kernel": (A2, i64, I1, I1, A1),
-        "_scan_tiles_kernel": (I1, i64, i64, I1, L1),
-        "_scan_offsets_kernel": (L1, i64),
-        "_scan_add_kernel": (I1, i64, i64, L1),
-        "_stats_partial_kernel": (L1, I1, A1, A2, i64, i64, F3),
-        "_stats_reduce_kernel": (F3, i64, F2),
-        "_zero_kernel": (F2,),
+        "bt_kernel": (A2, A2, i64, A1, A2),
+        "sqnorm_kernel": (A2, i64, A1, A1),
+        "fill_kernel": (A2, i64, I1, I1, A1),
+        "scan_tiles_kernel": (I1, i64, i64, I1, L1),
+        "scan_offsets_kernel": (L1, i64),
+        "scan_add_kernel": (I1, i64, i64, L1),
+        "stats_partial_kernel": (L1, I1, A1, A2, i64, i64, F3),
+        "stats_reduce_kernel": (F3, i64, F2),
     }
 
 
 def kernel(name, dtype):
     if name.startswith("warp R="):
-        return _cuda_kernels._warp_encode_kernel(int(name[7:]), dtype).py_func
+        return _cuda_kernels.warp_encode_kernel(int(name[7:]), dtype).py_func
     return getattr(_cuda_kernels, name).py_func
 
 
 #: Kernels whose arithmetic is float64 by design (the statistics accumulate in it).
-FLOAT64_BY_DESIGN = {"_stats_partial_kernel", "_stats_reduce_kernel", "_zero_kernel"}
+FLOAT64_BY_DESIGN = {"stats_partial_kernel", "stats_reduce_kernel"}
 
 #: Kernels with no floating-point arithmetic at all.
-INTEGER_ONLY = {"_scan_tiles_kernel", "_scan_offsets_kernel", "_scan_add_kernel"}
+INTEGER_ONLY = {"scan_tiles_kernel", "scan_offsets_kernel", "scan_add_kernel"}
 
 
 @pytest.fixture

@@ -407,8 +407,8 @@ def test_float32_michelot_threshold_kernel_direct():
     ks = np.arange(m + 1, dtype=np.float32)
     cand = np.empty(m, dtype=np.int64)
     for v in V:
-        vmax = _kernels._vmax(v)
-        t_m, k = _kernels._simplex_support_michelot(v, vmax, -ks[1], ks, cand)
+        vmax = _kernels.max_entry(v)
+        t_m, k = _kernels.simplex_support_michelot(v, vmax, -ks[1], ks, cand)
         t_s = _kernels._simplex_threshold_sorted(v, vmax, ks)
         assert np.isfinite(t_m)
         assert 1 <= k <= m

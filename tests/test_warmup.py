@@ -71,8 +71,8 @@ assert not new, new
 ENTRY_POINTS = {
     "_kernels.project_simplex_rows": ("float32", "float64"),
     "_kernels.point_products": ("float32", "float64"),
-    "_kernels._encode_codes_lockstep": ("float32", "float64"),  # d <= LOCKSTEP_MAX_FEATURES
-    "_kernels._encode_codes_points": ("float32", "float64"),  # d > LOCKSTEP_MAX_FEATURES
+    "_kernels.encode_codes_lockstep": ("float32", "float64"),  # d <= LOCKSTEP_MAX_FEATURES
+    "_kernels.encode_codes_points": ("float32", "float64"),  # d > LOCKSTEP_MAX_FEATURES
     "_kernels.fill_csr_from_slots": ("float32", "float64"),
     "_kernels.slots_to_dense": ("float32", "float64"),
     "_kernels.count_row_nonzeros": ("float32", "float64"),
