@@ -6,7 +6,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench lint install clean
+.PHONY: demo test bench lint format install clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,12 @@ bench: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[lint]"
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# rewrite the code in the layout `make lint` checks
+format: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e ".[lint]"
+	$(BIN)/ruff format .
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .benchmarks

@@ -50,9 +50,12 @@ def main():
     t_mem = time.perf_counter() - t0
     acc_mem = clustering_accuracy(y, ref.labels_)
 
-    with LocalCluster(
-        n_workers=args.workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
-    ) as cluster, Client(cluster):
+    with (
+        LocalCluster(
+            n_workers=args.workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        Client(cluster),
+    ):
         KDSClustering(2, **{**params, "max_epochs": 2}).fit(da.from_array(small, chunks=500))  # warm the workers
         X = da.from_array(Y, chunks=(chunk, Y.shape[1]))
         t0 = time.perf_counter()

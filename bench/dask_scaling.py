@@ -60,8 +60,14 @@ def main():
     warnings.simplefilter("ignore")
     Y, _ = make_moons(args.n, random_state=0)
     params = dict(
-        n_atoms=24, lam=5.0, n_iter=args.n_iter, max_epochs=args.epochs, tol=0.0,
-        init="random", presample=None, random_state=0,
+        n_atoms=24,
+        lam=5.0,
+        n_iter=args.n_iter,
+        max_epochs=args.epochs,
+        tol=0.0,
+        init="random",
+        presample=None,
+        random_state=0,
     )
     KDS(**{**params, "max_epochs": 2}).fit(Y[:2000])  # compile / load the kernels
 
@@ -79,9 +85,12 @@ def main():
         for nb in blocks_list:
             row("sync", nb, da.from_array(Y, chunks=(-(-args.n // nb), 2)))
     for w in workers_list:
-        with LocalCluster(
-            n_workers=w, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
-        ) as cluster, Client(cluster):
+        with (
+            LocalCluster(
+                n_workers=w, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+            ) as cluster,
+            Client(cluster),
+        ):
             KDS(**{**params, "max_epochs": 2}).fit(da.from_array(Y[:2000], chunks=500))  # warm the workers
             for nb in blocks_list:
                 X = da.from_array(Y, chunks=(-(-args.n // nb), 2)).persist()

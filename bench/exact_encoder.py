@@ -40,8 +40,11 @@ def encoders(args):
         W = KDS(MNIST5.n_atoms, lam=MNIST5.lam, n_iter=MNIST5.n_iter, max_epochs=3, random_state=0).fit(Y).components_
     print(f"MNIST-5, n={Y.shape[0]}, d={Y.shape[1]}, m={MNIST5.n_atoms}, lam={MNIST5.lam:g}")
     T = MNIST5.n_iter
-    variants = [("active set (exact)", "active-set", "centred"), (f"accelerated T={T}, centred step", "apg", "centred"),
-                (f"accelerated T={T}, paper's step", "apg", "paper")]
+    variants = [
+        ("active set (exact)", "active-set", "centred"),
+        (f"accelerated T={T}, centred step", "apg", "centred"),
+        (f"accelerated T={T}, paper's step", "apg", "paper"),
+    ]
     codes = {}
     for dtype in (np.float32, np.float64):
         Yd = Y.astype(dtype)
@@ -73,12 +76,18 @@ def moons(args):
 
     seeds = range(args.seeds)
     print(f"noisy moons, {MOONS.n_samples} points, mean accuracy over seeds 0-{args.seeds - 1}")
-    paper = np.mean([accuracy(s, n_atoms=MOONS.n_atoms, lam=MOONS.lam, n_iter=MOONS.n_iter, step="paper",
-                              encoder="apg") for s in seeds])
+    paper = np.mean(
+        [
+            accuracy(s, n_atoms=MOONS.n_atoms, lam=MOONS.lam, n_iter=MOONS.n_iter, step="paper", encoder="apg")
+            for s in seeds
+        ]
+    )
     print(f"  accelerated, the paper's settings (m={MOONS.n_atoms}, lam={MOONS.lam:g}, T={MOONS.n_iter}): {paper:.4f}")
     for m in (MOONS.n_atoms, 2 * MOONS.n_atoms):
-        cells = [np.mean([accuracy(s, n_atoms=m, lam=lam, encoder="active-set") for s in seeds])
-                 for lam in (0.5, 1.0, 2.0, 5.0, 10.0)]
+        cells = [
+            np.mean([accuracy(s, n_atoms=m, lam=lam, encoder="active-set") for s in seeds])
+            for lam in (0.5, 1.0, 2.0, 5.0, 10.0)
+        ]
         print(f"  active set, m={m}: lam 0.5/1/2/5/10: " + " ".join(f"{a:.4f}" for a in cells))
 
 

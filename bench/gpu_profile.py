@@ -95,8 +95,10 @@ def main():
         t0 = time.perf_counter()
         gpu.encode_csr_cuda(Y, prep, args.chunk, buffers=sets)
         best = min(best, time.perf_counter() - t0)
-    print(f"  pipelined encode_csr_cuda ({_config.CUDA_BUFFER_SETS} buffer sets), best of 3: {best:.3f} s, "
-          f"{n_all / best:,.0f} points/s")
+    print(
+        f"  pipelined encode_csr_cuda ({_config.CUDA_BUFFER_SETS} buffer sets), best of 3: {best:.3f} s, "
+        f"{n_all / best:,.0f} points/s"
+    )
 
 
 if __name__ == "__main__":

@@ -179,8 +179,10 @@ def main():
     print("-" * len(HEAD))
     for r in rows:
         print_row(r)
-    print(f"(end-to-end best of {args.repeat}; 'supp!=' rows of {rows[0]['n_check']:,} checked "
-          "whose support differs; '1st GPU s' the warm-up call with compilation or cache load)")
+    print(
+        f"(end-to-end best of {args.repeat}; 'supp!=' rows of {rows[0]['n_check']:,} checked "
+        "whose support differs; '1st GPU s' the warm-up call with compilation or cache load)"
+    )
     return 0 if all(r["ok"] for r in rows) else 1
 
 

@@ -22,8 +22,11 @@ PAPER = PAPER_SETTINGS["mnist5"]
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=None, help="the mnist/ folder (default: mnist/ in the data folder of "
-                    "fastkds.experiments.find_data_dir)")
+    ap.add_argument(
+        "--data",
+        default=None,
+        help="the mnist/ folder (default: mnist/ in the data folder of fastkds.experiments.find_data_dir)",
+    )
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--max-epochs", type=int, default=100)
     ap.add_argument("--n-jobs", type=int, nargs="+", default=[None])
@@ -36,8 +39,10 @@ def main():
             ap.error("no data folder: give --data DIR (the mnist/ folder) or set FASTKDS_DATA")
         args.data = os.path.join(data_dir, "mnist")
     Y, y = load_mnist(args.data)
-    print(f"MNIST-5: n={Y.shape[0]}, d={Y.shape[1]}, k=5, m={PAPER.n_atoms}, T={PAPER.n_iter}, lam={PAPER.lam:g}, "
-          f"step={args.step}, encoder={args.encoder}")
+    print(
+        f"MNIST-5: n={Y.shape[0]}, d={Y.shape[1]}, k=5, m={PAPER.n_atoms}, T={PAPER.n_iter}, lam={PAPER.lam:g}, "
+        f"step={args.step}, encoder={args.encoder}"
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         KDSClustering(5, n_atoms=20, max_epochs=2, step=args.step, encoder=args.encoder).fit(Y[:500])  # compile
@@ -46,9 +51,15 @@ def main():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model = KDSClustering(
-                5, n_atoms=PAPER.n_atoms, lam=PAPER.lam, n_iter=PAPER.n_iter, max_epochs=args.max_epochs,
+                5,
+                n_atoms=PAPER.n_atoms,
+                lam=PAPER.lam,
+                n_iter=PAPER.n_iter,
+                max_epochs=args.max_epochs,
                 random_state=seed,
-                n_jobs=n_jobs, step=args.step, encoder=args.encoder,
+                n_jobs=n_jobs,
+                step=args.step,
+                encoder=args.encoder,
             ).fit(Y)
         sec = time.perf_counter() - t0
         t = model.timings_

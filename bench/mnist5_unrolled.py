@@ -34,17 +34,27 @@ PAPER = PAPER_SETTINGS["mnist5"]
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=None, help="the mnist/ folder (default: mnist/ in the data folder of "
-                    "fastkds.experiments.find_data_dir)")
+    ap.add_argument(
+        "--data",
+        default=None,
+        help="the mnist/ folder (default: mnist/ in the data folder of fastkds.experiments.find_data_dir)",
+    )
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--epochs", type=int, default=PAPER.max_epochs)
-    ap.add_argument("--init", default="k-means++", choices=["random", "k-means++", "exact"],
-                    help="initial atoms; 'exact': the exact solver's dictionary (its fit time included)")
+    ap.add_argument(
+        "--init",
+        default="k-means++",
+        choices=["random", "k-means++", "exact"],
+        help="initial atoms; 'exact': the exact solver's dictionary (its fit time included)",
+    )
     ap.add_argument("--float32", action="store_true")
     ap.add_argument("--center", action="store_true", help="subtract the mean image first")
     ap.add_argument("--batch-size", type=int, default=PAPER.training["batch_size"])
-    ap.add_argument("--freeze-step", action="store_true",
-                    help="hold the step at its initial value, as the paper's code does with a fixed step")
+    ap.add_argument(
+        "--freeze-step",
+        action="store_true",
+        help="hold the step at its initial value, as the paper's code does with a fixed step",
+    )
     ap.add_argument("--save", default=None, help="folder for each seed's dictionary and codes")
     args = ap.parse_args()
     if args.data is None:
@@ -73,8 +83,14 @@ def main():
                 init = KDS(PAPER.n_atoms, lam=PAPER.lam, n_iter=PAPER.n_iter, random_state=seed).fit(Y).components_
         training = dict(PAPER.training, batch_size=args.batch_size, init=init)
         model = KDSClustering(
-            5, n_atoms=PAPER.n_atoms, lam=PAPER.lam, n_iter=PAPER.n_iter, max_epochs=args.epochs, random_state=seed,
-            freeze_step=args.freeze_step, **training,
+            5,
+            n_atoms=PAPER.n_atoms,
+            lam=PAPER.lam,
+            n_iter=PAPER.n_iter,
+            max_epochs=args.epochs,
+            random_state=seed,
+            freeze_step=args.freeze_step,
+            **training,
         ).fit(Y)
         sec = time.perf_counter() - t0
         t = model.timings_
@@ -85,16 +101,23 @@ def main():
             f"seed {seed}: accuracy {accuracy[-1]:.4f}, fit {sec:.1f} s "
             f"(dictionary {t['dictionary']:.1f} s, encode {t['encode']:.2f} s, embed {t['embed']:.2f} s, "
             f"k-means {t['kmeans']:.2f} s); loss epoch 1 {obj[0]:.5f} -> epoch {len(obj)} {obj[-1]:.5f}; "
-            f"embedding columns {spec.n_columns(5)} ({int((~spec.spread[:spec.n_columns(5)]).sum())} localised)",
+            f"embedding columns {spec.n_columns(5)} ({int((~spec.spread[: spec.n_columns(5)]).sum())} localised)",
             flush=True,
         )
-        print("  confusion " + " | ".join(" ".join(f"{v:4d}" for v in row) for row in matched_confusion(y, model.labels_)))
+        print(
+            "  confusion " + " | ".join(" ".join(f"{v:4d}" for v in row) for row in matched_confusion(y, model.labels_))
+        )
         if args.save:
             os.makedirs(args.save, exist_ok=True)
             codes = model.kds_.transform(Y)
             np.savez_compressed(
-                os.path.join(args.save, f"seed{seed}.npz"), W=model.components_, labels=model.labels_,
-                objective=obj, indptr=codes.indptr, indices=codes.indices, data=codes.data,
+                os.path.join(args.save, f"seed{seed}.npz"),
+                W=model.components_,
+                labels=model.labels_,
+                objective=obj,
+                indptr=codes.indptr,
+                indices=codes.indices,
+                data=codes.data,
             )
     if len(accuracy) > 1:
         print(f"accuracy over {len(accuracy)} seeds: mean {np.mean(accuracy):.4f}, min {np.min(accuracy):.4f}")

@@ -26,10 +26,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=PAPER.n_samples)
     ap.add_argument("--seeds", type=int, default=10)
-    ap.add_argument("--n-iter", type=int, default=PAPER.n_iter,
-                    help=f"encoder iterations T (the paper: {PAPER.n_iter})")
-    ap.add_argument("--step", default="paper", choices=["paper", "centred"],
-                    help="the encoder's step (default the paper's; fastkds's default is centred)")
+    ap.add_argument(
+        "--n-iter", type=int, default=PAPER.n_iter, help=f"encoder iterations T (the paper: {PAPER.n_iter})"
+    )
+    ap.add_argument(
+        "--step",
+        default="paper",
+        choices=["paper", "centred"],
+        help="the encoder's step (default the paper's; fastkds's default is centred)",
+    )
     args = ap.parse_args()
     print(f"noisy moons n={args.n:,}, m={PAPER.n_atoms}, T={args.n_iter}, lam={PAPER.lam:g}")
     print(f"{'seed':>4} {'fastkds':>8} {'Bayes':>8} {'fit s':>7}")

@@ -49,13 +49,21 @@ def main():
     ap.add_argument("--n", type=int, default=PAPER.n_samples)
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--epochs", type=int, nargs="+", default=[PAPER.max_epochs // 2, PAPER.max_epochs])
-    ap.add_argument("--n-iter", type=int, default=PAPER.n_iter,
-                    help=f"encoder iterations T (the paper: {PAPER.n_iter})")
+    ap.add_argument(
+        "--n-iter", type=int, default=PAPER.n_iter, help=f"encoder iterations T (the paper: {PAPER.n_iter})"
+    )
     ap.add_argument("--fixed-step", action="store_true", help="step 1/sigma_max(W)^2 instead of a trained one")
-    ap.add_argument("--init", default=PAPER.training["init"], choices=["random", "k-means++"],
-                    help="initial atoms: the paper's random data points (default) or fastkds's default")
-    ap.add_argument("--compare-exact", action="store_true",
-                    help="also fit the exact solver, and print both dictionaries' unrolled loss and gradient norm")
+    ap.add_argument(
+        "--init",
+        default=PAPER.training["init"],
+        choices=["random", "k-means++"],
+        help="initial atoms: the paper's random data points (default) or fastkds's default",
+    )
+    ap.add_argument(
+        "--compare-exact",
+        action="store_true",
+        help="also fit the exact solver, and print both dictionaries' unrolled loss and gradient norm",
+    )
     args = ap.parse_args()
     train_step = PAPER.training["train_step"] and not args.fixed_step
     training = dict(PAPER.training, train_step=train_step, init=args.init)
@@ -79,7 +87,12 @@ def main():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 model = KDSClustering(
-                    2, n_atoms=PAPER.n_atoms, lam=PAPER.lam, n_iter=args.n_iter, max_epochs=e, random_state=seed,
+                    2,
+                    n_atoms=PAPER.n_atoms,
+                    lam=PAPER.lam,
+                    n_iter=args.n_iter,
+                    max_epochs=e,
+                    random_state=seed,
                     **training,
                 ).fit(Y)
             sec = time.perf_counter() - t0
@@ -90,8 +103,9 @@ def main():
         if args.compare_exact:  # the last length's dictionary against the exact solver's
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                ref = KDSClustering(2, n_atoms=PAPER.n_atoms, lam=PAPER.lam, n_iter=args.n_iter, init=args.init,
-                                    random_state=seed).fit(Y)
+                ref = KDSClustering(
+                    2, n_atoms=PAPER.n_atoms, lam=PAPER.lam, n_iter=args.n_iter, init=args.init, random_state=seed
+                ).fit(Y)
             exact.append(clustering_accuracy(y, ref.labels_))
             f, g = unrolled_loss(Y, model.components_, model.lam, args.n_iter)
             fe, ge = unrolled_loss(Y, ref.components_, ref.lam, args.n_iter)
@@ -102,11 +116,15 @@ def main():
     print(f"mean {' '.join(f'{np.mean(acc[e]):9.4f}{pad}' for e in args.epochs)} {np.mean(bayes):8.4f}")
     print(f" min {' '.join(f'{np.min(acc[e]):9.4f}{pad}' for e in args.epochs)} {np.min(bayes):8.4f}")
     for e in args.epochs:
-        print(f"seeds >= 0.999 at {e} epochs: fastkds {np.sum(np.array(acc[e]) >= 0.999)}, "
-              f"Bayes {np.sum(np.array(bayes) >= 0.999)}")
+        print(
+            f"seeds >= 0.999 at {e} epochs: fastkds {np.sum(np.array(acc[e]) >= 0.999)}, "
+            f"Bayes {np.sum(np.array(bayes) >= 0.999)}"
+        )
     if exact:
-        print(f"exact solver (T={args.n_iter}): mean {np.mean(exact):.4f}, min {np.min(exact):.4f}, "
-              f"seeds >= 0.999: {np.sum(np.array(exact) >= 0.999)}; loss: the unrolled loss at the fixed step")
+        print(
+            f"exact solver (T={args.n_iter}): mean {np.mean(exact):.4f}, min {np.min(exact):.4f}, "
+            f"seeds >= 0.999: {np.sum(np.array(exact) >= 0.999)}; loss: the unrolled loss at the fixed step"
+        )
     print(f"step column: learned step x sigma_max(W)^2 (1 = the fixed step; the bound is {STEP_BOUND:g})")
 
 

@@ -61,10 +61,17 @@ def _settings(name):
     """The paper's settings of one data set, with the class count and the
     preprocessing of its row in ``fastkds paper``."""
     paper, row = PAPER_SETTINGS[name], {e.name: e for e in experiments()}[name]
-    return dict(k=row.k, n_atoms=paper.n_atoms, n_iter=paper.n_iter, lam=paper.lam,
-                lr=paper.training["learning_rate"], max_epochs=paper.max_epochs,
-                batch_size=paper.training["batch_size"], train_step=paper.training["train_step"],
-                prep=row.preprocess)
+    return dict(
+        k=row.k,
+        n_atoms=paper.n_atoms,
+        n_iter=paper.n_iter,
+        lam=paper.lam,
+        lr=paper.training["learning_rate"],
+        max_epochs=paper.max_epochs,
+        batch_size=paper.training["batch_size"],
+        train_step=paper.training["train_step"],
+        prep=row.preprocess,
+    )
 
 
 SETTINGS = {name: _settings(name) for name in ("yaleb", "salinas")}
@@ -87,18 +94,28 @@ def reference_labels(model, Y, k, seed):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("dataset", choices=sorted(SETTINGS))
-    ap.add_argument("--data", default=None, help="folder holding yaleb/ and salinasA/ (default: "
-                    "$FASTKDS_DATA, else shared/data beside the current directory or the checkout)")
+    ap.add_argument(
+        "--data",
+        default=None,
+        help="folder holding yaleb/ and salinasA/ (default: "
+        "$FASTKDS_DATA, else shared/data beside the current directory or the checkout)",
+    )
     ap.add_argument("--prep", default=None, choices=["minmax", "standardize", "unit_norm", "none"])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--first-seed", type=int, default=0)
-    ap.add_argument("--freeze-step", action="store_true",
-                    help="hold the step at its initial value (the paper's code; with a fixed step only)")
+    ap.add_argument(
+        "--freeze-step",
+        action="store_true",
+        help="hold the step at its initial value (the paper's code; with a fixed step only)",
+    )
     ap.add_argument("--epochs", type=int, default=None)
     ap.add_argument("--untrained", action="store_true")
     ap.add_argument("--all-pixels", action="store_true")
-    ap.add_argument("--drop-water-bands", action="store_true",
-                    help="Salinas-A: the 204 bands of the paper's copy (the 20 water-absorption bands removed)")
+    ap.add_argument(
+        "--drop-water-bands",
+        action="store_true",
+        help="Salinas-A: the 204 bands of the paper's copy (the 20 water-absorption bands removed)",
+    )
     ap.add_argument("--reference-embedding", action="store_true")
     ap.add_argument("--n-atoms", type=int, default=None, help="m instead of the paper's")
     ap.add_argument("--lam", type=float, default=None, help="lambda instead of the paper's")
@@ -106,10 +123,18 @@ def main():
     ap.add_argument("--center", action="store_true", help="subtract the mean point after the preprocessing")
     ap.add_argument("--init", default="random", choices=["random", "k-means++"])
     ap.add_argument("--exact", action="store_true", help="the exact alternating solver (100 epochs at most) instead")
-    ap.add_argument("--n-estimators", type=int, default=1,
-                    help="R > 1: KDSEnsembleClustering over R dictionaries (seeded by the run's seed)")
-    ap.add_argument("--n-jobs", type=int, default=None,
-                    help="with R > 1: dictionaries fitted at once, one process each (-1: one per core)")
+    ap.add_argument(
+        "--n-estimators",
+        type=int,
+        default=1,
+        help="R > 1: KDSEnsembleClustering over R dictionaries (seeded by the run's seed)",
+    )
+    ap.add_argument(
+        "--n-jobs",
+        type=int,
+        default=None,
+        help="with R > 1: dictionaries fitted at once, one process each (-1: one per core)",
+    )
     args = ap.parse_args()
     if args.untrained and args.lr is not None:
         ap.error("--untrained takes no --lr (it makes one step at 1e-12)")
@@ -124,8 +149,9 @@ def main():
     if args.dataset == "yaleb":
         Y, y = datasets.load_yaleb(os.path.join(data, "yaleb"))
     else:
-        Y, y = datasets.load_salinas_a(os.path.join(data, "salinasA"), labelled_only=not args.all_pixels,
-                                        drop_water_bands=args.drop_water_bands)
+        Y, y = datasets.load_salinas_a(
+            os.path.join(data, "salinasA"), labelled_only=not args.all_pixels, drop_water_bands=args.drop_water_bands
+        )
         if prep == "none":
             Y = Y / np.abs(Y).max()
     if prep != "none":
@@ -140,8 +166,13 @@ def main():
     print(
         f"{args.dataset}: n={Y.shape[0]} (scored {scored.sum()}), d={Y.shape[1]}, k={s['k']}, m={s['n_atoms']}, "
         f"T={s['n_iter']}, lam={s['lam']}, preprocessing {prep}, "
-        + ("exact solver" if args.exact else f"unrolled, lr {lr:g}, {epochs} epochs, batch {batch}, "
-           f"train_step={s['train_step']}, freeze_step={args.freeze_step}") + f", init {args.init}"
+        + (
+            "exact solver"
+            if args.exact
+            else f"unrolled, lr {lr:g}, {epochs} epochs, batch {batch}, "
+            f"train_step={s['train_step']}, freeze_step={args.freeze_step}"
+        )
+        + f", init {args.init}"
         + (", centred" if args.center else "")
         + (f", {args.n_estimators} dictionaries (KDSEnsembleClustering)" if args.n_estimators > 1 else "")
     )
@@ -151,14 +182,25 @@ def main():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             params = dict(
-                n_atoms=s["n_atoms"], lam=s["lam"], n_iter=s["n_iter"],
-                solver="exact" if args.exact else "unrolled", max_epochs=100 if args.exact else epochs,
-                learning_rate=lr, batch_size=batch, train_step=s["train_step"], init=args.init,
-                freeze_step=args.freeze_step, step="paper", encoder="apg",
+                n_atoms=s["n_atoms"],
+                lam=s["lam"],
+                n_iter=s["n_iter"],
+                solver="exact" if args.exact else "unrolled",
+                max_epochs=100 if args.exact else epochs,
+                learning_rate=lr,
+                batch_size=batch,
+                train_step=s["train_step"],
+                init=args.init,
+                freeze_step=args.freeze_step,
+                step="paper",
+                encoder="apg",
             )
             if args.n_estimators > 1:
                 model = KDSEnsembleClustering(
-                    s["k"], estimator=KDS(**params), n_estimators=args.n_estimators, random_state=seed,
+                    s["k"],
+                    estimator=KDS(**params),
+                    n_estimators=args.n_estimators,
+                    random_state=seed,
                     n_jobs=args.n_jobs,
                 ).fit(Y)
             else:

@@ -29,8 +29,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--chunks", type=int, default=100)
     ap.add_argument("--chunk-size", type=int, default=10000)
-    ap.add_argument("--n-iter", type=int, default=30,
-                    help=f"encoder iterations T (the demo's 30; the paper's {PAPER.n_iter})")
+    ap.add_argument(
+        "--n-iter", type=int, default=30, help=f"encoder iterations T (the demo's 30; the paper's {PAPER.n_iter})"
+    )
     ap.add_argument("--solver", default="exact", choices=["exact", "unrolled"])
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
@@ -38,8 +39,10 @@ def main():
     params = dict(n_atoms=PAPER.n_atoms, lam=PAPER.lam, n_iter=T, random_state=args.seed)
     extra = dict(solver="unrolled", batch_size=10000, train_step=True) if args.solver == "unrolled" else {}
     n = args.chunks * args.chunk_size
-    print(f"noisy moons stream: {args.chunks} chunks x {args.chunk_size:,} = {n:,} points, m={PAPER.n_atoms}, T={T}, "
-          f"lam={PAPER.lam:g}, solver={args.solver!r}")
+    print(
+        f"noisy moons stream: {args.chunks} chunks x {args.chunk_size:,} = {n:,} points, m={PAPER.n_atoms}, T={T}, "
+        f"lam={PAPER.lam:g}, solver={args.solver!r}"
+    )
 
     def chunk(i):
         return make_moons(args.chunk_size, random_state=10_000 * args.seed + i)
@@ -70,8 +73,10 @@ def main():
     acc = clustering_accuracy(y, model.labels_)
     t0 = time.perf_counter()
     bayes = np.mean(bayes_labels(Y) == y)
-    print(f"clustering the stream with the streamed dictionary: accuracy {acc:.5f} in {t_cl:.1f} s "
-          f"(Bayes classifier on the same points: {bayes:.5f})")
+    print(
+        f"clustering the stream with the streamed dictionary: accuracy {acc:.5f} in {t_cl:.1f} s "
+        f"(Bayes classifier on the same points: {bayes:.5f})"
+    )
 
 
 if __name__ == "__main__":

@@ -135,14 +135,18 @@ def run_row(name, title, loader, data_dir, *, seeds, timeout, quick, log, params
             model = KDSClustering(k, random_state=seed, **(params or {})).fit(Ys)
             row["sec"].append(time.perf_counter() - t0)
         row["acc"].append(clustering_accuracy(ys, model.labels_))
-        log(f"  {name} seed {seed}: fastkds {row['acc'][-1]:.4f} in {row['sec'][-1]:.2f} s "
-            f"(n_atoms {model.kds_.n_atoms}, {model.kds_.n_iter_} epochs)")
+        log(
+            f"  {name} seed {seed}: fastkds {row['acc'][-1]:.4f} in {row['sec'][-1]:.2f} s "
+            f"(n_atoms {model.kds_.n_atoms}, {model.kds_.n_iter_} epochs)"
+        )
     best = None
     for nn in NEIGHBOURS:
         labels, sec = timed_baseline(_spectral, (Y, k, nn), timeout)
         acc = None if labels is None else clustering_accuracy(y, labels)
-        log(f"  {name} SpectralClustering n_neighbors={nn}: "
-            + ("did not finish" if acc is None else f"{acc:.4f} in {sec:.2f} s"))
+        log(
+            f"  {name} SpectralClustering n_neighbors={nn}: "
+            + ("did not finish" if acc is None else f"{acc:.4f} in {sec:.2f} s")
+        )
         if acc is not None and (best is None or acc > best[0]):
             best = (acc, nn, sec)
     row["spectral"] = best
@@ -184,12 +188,21 @@ def main(argv=None):
     parser.add_argument("--data", default=None, help="folder holding mnist/, yaleb/, salinasA/")
     parser.add_argument("--only", nargs="+", choices=[r[0] for r in ROWS], help="rows to run")
     parser.add_argument("--seeds", type=int, default=3, help="fastkds seeds per row (default 3)")
-    parser.add_argument("--first-seed", type=int, default=0,
-                        help="first fastkds seed (default 0): later seeds check a setting chosen on earlier ones")
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="first fastkds seed (default 0): later seeds check a setting chosen on earlier ones",
+    )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds a baseline may run (default 300)")
     parser.add_argument("--quick", action="store_true", help="600-point subsamples, one seed: checks the script")
-    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
-                        help="a fastkds parameter instead of its default (VALUE a Python literal)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a fastkds parameter instead of its default (VALUE a Python literal)",
+    )
     args = parser.parse_args(argv)
     params = {}
     for item in args.set:
@@ -211,8 +224,18 @@ def main(argv=None):
         warnings.simplefilter("ignore")
         KDSClustering(2, random_state=0).fit(datasets.make_moons(400, random_state=0)[0])  # compile the kernels
     rows = [
-        run_row(name, title, loader, data_dir, seeds=seeds, timeout=args.timeout, quick=args.quick, log=log,
-                params=params, first_seed=args.first_seed)
+        run_row(
+            name,
+            title,
+            loader,
+            data_dir,
+            seeds=seeds,
+            timeout=args.timeout,
+            quick=args.quick,
+            log=log,
+            params=params,
+            first_seed=args.first_seed,
+        )
         for name, title, loader in ROWS
         if args.only is None or name in args.only
     ]

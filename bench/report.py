@@ -198,7 +198,8 @@ def main():
     ap.add_argument("--markdown", default=None, help="also write the table to this file")
     ap.add_argument("--workdir", default=None, help="where the .npy files go (default: a temporary folder)")
     ap.add_argument(
-        "--results", default="memory",
+        "--results",
+        default="memory",
         help="comma-separated: memory (results kept in memory), disk (written with fit(path, out=folder))",
     )
     args = ap.parse_args()

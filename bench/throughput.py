@@ -35,12 +35,19 @@ def main():
     ap.add_argument("--dataset", choices=["moons", "mnist"], default="moons")
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--oracle-repeat", type=int, default=None,
-                    help="calls of the oracle to take the best of (default: --repeat, as fastkds)")
+    ap.add_argument(
+        "--oracle-repeat",
+        type=int,
+        default=None,
+        help="calls of the oracle to take the best of (default: --repeat, as fastkds)",
+    )
     ap.add_argument("--n-jobs", type=int, default=None)
-    ap.add_argument("--step", default="paper", choices=["paper", "centred"],
-                    help="the encoder's step (default the paper's, as the README's figures; "
-                    "fastkds's default is centred)")
+    ap.add_argument(
+        "--step",
+        default="paper",
+        choices=["paper", "centred"],
+        help="the encoder's step (default the paper's, as the README's figures; fastkds's default is centred)",
+    )
     ap.add_argument("--data", default=None, help="folder holding mnist/ (default: fastkds.experiments.find_data_dir)")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
@@ -66,8 +73,10 @@ def main():
         sec = best_of(lambda: sparse_encode(Yd, W, lam=lam, n_iter=T, n_jobs=args.n_jobs, step=args.step), args.repeat)
         sec_naive = best_of(lambda: _naive.encode(Yd, W.astype(dtype), lam, T, step=args.step), oracle_repeat)
         how = f"best of {args.repeat}" + ("" if oracle_repeat == args.repeat else f", oracle best of {oracle_repeat}")
-        print(f"  fastkds {name}: {sec:8.3f} s  {n / sec:14,.0f} points/s  {sec_naive / sec:6.1f}x the NumPy "
-              f"oracle in {name} ({how})")
+        print(
+            f"  fastkds {name}: {sec:8.3f} s  {n / sec:14,.0f} points/s  {sec_naive / sec:6.1f}x the NumPy "
+            f"oracle in {name} ({how})"
+        )
         print(f"  NumPy oracle {name}: {sec_naive:8.3f} s  {n / sec_naive:14,.0f} points/s")
 
 

@@ -32,8 +32,10 @@ print(" ".join(f"{x:.3f}" for x in out))
 def main():
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-        runs = [subprocess.run([sys.executable, "-c", SNIPPET], env=env, capture_output=True, text=True, check=True)
-                for _ in range(2)]
+        runs = [
+            subprocess.run([sys.executable, "-c", SNIPPET], env=env, capture_output=True, text=True, check=True)
+            for _ in range(2)
+        ]
     (c64, c32), (l64, l32) = (map(float, r.stdout.split()) for r in runs)
     print("unrolled kernels, first call (forward + backward of a small batch):")
     print(f"  empty cache (compiling): float64 {c64:6.2f} s, float32 {c32:6.2f} s")

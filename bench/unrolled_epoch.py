@@ -50,8 +50,11 @@ def oracle_epoch(Y, W0, batches):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=None, help="the mnist/ folder (default: mnist/ in the data folder of "
-                    "fastkds.experiments.find_data_dir)")
+    ap.add_argument(
+        "--data",
+        default=None,
+        help="the mnist/ folder (default: mnist/ in the data folder of fastkds.experiments.find_data_dir)",
+    )
     ap.add_argument("--threads", type=int, default=None, help="Numba threads (default: all)")
     ap.add_argument("--no-oracle", action="store_true")
     args = ap.parse_args()
@@ -78,8 +81,10 @@ def main():
             for idx in batches:
                 trainer.adam_step(np.ascontiguousarray(Yd[idx]))
             results[dtype] = (time.perf_counter() - t0, trainer.W, time.process_time() - c0)
-        print(f"fastkds epoch, {np.dtype(dtype).name}: {results[dtype][0]:.2f} s "
-              f"(CPU time of all threads: {results[dtype][2]:.2f} s)")
+        print(
+            f"fastkds epoch, {np.dtype(dtype).name}: {results[dtype][0]:.2f} s "
+            f"(CPU time of all threads: {results[dtype][2]:.2f} s)"
+        )
     if not args.no_oracle:
         t0, c0 = time.perf_counter(), time.process_time()
         W_oracle = oracle_epoch(Y, W0, batches)

@@ -15,8 +15,7 @@ from fastkds import KDSClustering, clustering_accuracy, make_moons
 from fastkds.plotting import plot_atoms_2d, plot_embedding
 
 Y, y = make_moons(3000, random_state=0)
-model = KDSClustering(2, n_atoms=24, lam=5.0, n_iter=30,
-                      random_state=0).fit(Y)
+model = KDSClustering(2, n_atoms=24, lam=5.0, n_iter=30, random_state=0).fit(Y)
 print(f"accuracy {clustering_accuracy(y, model.labels_):.3f}")
 
 # %%
@@ -25,17 +24,13 @@ print(f"accuracy {clustering_accuracy(y, model.labels_):.3f}")
 # CSR array whose rows lie on the probability simplex.
 codes = model.kds_.transform(Y)
 per_point = np.diff(codes.indptr)
-print(f"atoms per point: mean {per_point.mean():.2f}, "
-      f"at most {per_point.max()} of {codes.shape[1]}")
+print(f"atoms per point: mean {per_point.mean():.2f}, at most {per_point.max()} of {codes.shape[1]}")
 
 # %%
 # On the left the points coloured by the clusters found, with the atoms;
 # on the right the spectral embedding, coloured by the true moon. Each
 # helper draws on the Axes it is given and returns it.
-fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.8),
-                                  layout="constrained")
-plot_atoms_2d(Y, model.labels_, model.components_, ax=left,
-              title="clusters found, and the atoms")
-plot_embedding(model.embedding_, y, ax=right,
-               title="spectral embedding, by true moon")
+fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.8), layout="constrained")
+plot_atoms_2d(Y, model.labels_, model.components_, ax=left, title="clusters found, and the atoms")
+plot_embedding(model.embedding_, y, ax=right, title="spectral embedding, by true moon")
 plt.show()

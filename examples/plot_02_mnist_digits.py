@@ -33,8 +33,7 @@ if data_dir is not None and (data_dir / "mnist").is_dir():
 else:
     from sklearn.datasets import load_digits
 
-    print("Note: the MNIST files were not found (shared/data/mnist); "
-          "using scikit-learn's 8 x 8 digits instead.")
+    print("Note: the MNIST files were not found (shared/data/mnist); using scikit-learn's 8 x 8 digits instead.")
     X, y = load_digits(return_X_y=True)
     keep = np.isin(y, DIGITS)
     Y, y = X[keep] / 16.0, y[keep]
@@ -49,8 +48,7 @@ print(f"{len(Y)} images of {source}, {Y.shape[1]} pixels each")
 # %%
 # Five epochs of the dictionary step are enough for a picture; the fit
 # warns that it has not converged, which is silenced here.
-model = KDSClustering(5, n_atoms=60, lam=0.5, n_iter=30, max_epochs=5,
-                      random_state=0)
+model = KDSClustering(5, n_atoms=60, lam=0.5, n_iter=30, max_epochs=5, random_state=0)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", KDSConvergenceWarning)
     model.fit(Y)
@@ -59,11 +57,7 @@ print(f"accuracy {clustering_accuracy(y, model.labels_):.3f}")
 # %%
 # Forty of the learned atoms, and the spectral embedding coloured by
 # digit.
-fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4),
-                                  layout="constrained",
-                                  width_ratios=(1.1, 1))
-plot_atom_grid(model.components_, shape, ax=left, n_cols=8, n_rows=5,
-               title="40 of the 60 atoms")
-plot_embedding(model.embedding_, y, ax=right,
-               title="spectral embedding, by digit")
+fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4), layout="constrained", width_ratios=(1.1, 1))
+plot_atom_grid(model.components_, shape, ax=left, n_cols=8, n_rows=5, title="40 of the 60 atoms")
+plot_embedding(model.embedding_, y, ax=right, title="spectral embedding, by digit")
 plt.show()

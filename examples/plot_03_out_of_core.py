@@ -33,13 +33,11 @@ print(f"moons.npy: {os.path.getsize(path) / 2**20:.2f} MiB")
 # time. Each epoch of the dictionary step reads the whole file once; a
 # tolerance of 1e-3 (the default is 1e-4) stops after fewer epochs.
 # The results go to ``results/`` in the same folder.
-model = KDSClustering(2, n_atoms=24, lam=5.0, n_iter=30, tol=1e-3,
-                      chunk_size=4000, random_state=0)
+model = KDSClustering(2, n_atoms=24, lam=5.0, n_iter=30, tol=1e-3, chunk_size=4000, random_state=0)
 results = os.path.join(tmp.name, "results")
 model.fit(path, out=results)
 print(f"accuracy {clustering_accuracy(y, model.labels_):.3f}")
-print("labels_ is a", type(model.labels_).__name__, "of",
-      sorted(os.listdir(results)))
+print("labels_ is a", type(model.labels_).__name__, "of", sorted(os.listdir(results)))
 
 # %%
 # The codes on disk, as a CSR array memory-mapped on their three ``.npy``
@@ -54,12 +52,16 @@ print("same as in memory:", (codes != in_memory).nnz == 0)
 # %%
 # The atoms over a sample of the points read back from the file, and how
 # much each atom is used (the column sums of the codes on disk).
-fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6),
-                                  layout="constrained")
+fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6), layout="constrained")
 points = np.load(path, mmap_mode="r")
-plot_atoms_2d(points, model.labels_, model.components_, ax=left,
-              max_points=4000,
-              title="4,000 of the 20,000 points, and the atoms")
+plot_atoms_2d(
+    points,
+    model.labels_,
+    model.components_,
+    ax=left,
+    max_points=4000,
+    title="4,000 of the 20,000 points, and the atoms",
+)
 usage = np.asarray(codes.sum(axis=0)).ravel() / codes.shape[0]
 right.bar(np.arange(len(usage)), usage, color="0.4")
 right.set_xlabel("atom")

@@ -274,6 +274,4 @@ def encode_codes_active_set(B, yy, G, Gp, ww, alpha, lam, beta, ks, counts, slot
                 counts[i] = p
             else:
                 fallbacks[i] = 1
-                encode_point_to_slots(
-                    i, B, yy, Gp, ww, alpha, lam, beta, ks, scratch, counts, slot_idx, slot_val, obj
-                )
+                encode_point_to_slots(i, B, yy, Gp, ww, alpha, lam, beta, ks, scratch, counts, slot_idx, slot_val, obj)

@@ -88,9 +88,7 @@ class CudaBackend:
         return stats
 
 
-_CPU_ONLY = (
-    "encoder={encoder!r} runs on the CPU only: pass encoder='apg' to encode on the GPU, or device='cpu'"
-)
+_CPU_ONLY = "encoder={encoder!r} runs on the CPU only: pass encoder='apg' to encode on the GPU, or device='cpu'"
 
 
 def get_backend(device, encoder="apg"):

@@ -86,10 +86,7 @@ def check_dask_array(X, n_features=None, estimator=None):
     if X.ndim != 2:
         raise ValueError(f"Expected a 2-D dask array, got {X.ndim}-D with shape {X.shape}")
     if any(np.isnan(c) for c in X.chunks[0]) or np.isnan(X.shape[1]):
-        raise ValueError(
-            "the dask array has unknown chunk sizes (NaN in .chunks): call "
-            "X.compute_chunk_sizes() first"
-        )
+        raise ValueError("the dask array has unknown chunk sizes (NaN in .chunks): call X.compute_chunk_sizes() first")
     if X.dtype.kind not in "fiub":
         raise TypeError(f"the dask array must be numeric, got dtype {X.dtype}")
     if X.dtype not in (np.float32, np.float64):
@@ -100,8 +97,7 @@ def check_dask_array(X, n_features=None, estimator=None):
         raise ValueError(f"Found array with 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
     if n_features is not None and X.shape[1] != n_features:
         raise ValueError(
-            f"X has {X.shape[1]} features, but {type(estimator).__name__} "
-            f"is expecting {n_features} features as input."
+            f"X has {X.shape[1]} features, but {type(estimator).__name__} is expecting {n_features} features as input."
         )
     if len(X.chunks[1]) > 1:
         X = X.rechunk({1: -1})  # a block task needs whole rows
@@ -424,8 +420,16 @@ def fit_dictionary(Y, p, *, init, presample, random_state, display):
 
     # the subsamples are in memory on the client; all points stay on the workers
     return warmstart.fit_exact(
-        Y, p, n_pre, init, rng, take=take, seeding_points=seeding_points,
-        backend=DaskBackend(thread_plan(p["n_jobs"])), sample_backend=CpuBackend(), display=display,
+        Y,
+        p,
+        n_pre,
+        init,
+        rng,
+        take=take,
+        seeding_points=seeding_points,
+        backend=DaskBackend(thread_plan(p["n_jobs"])),
+        sample_backend=CpuBackend(),
+        display=display,
     )
 
 

@@ -18,7 +18,13 @@ import numpy as np
 from numba import njit, prange
 
 from ._shared_kernels import (
-    advance_iterate, fill_csr_row, point_objective, simplex_support_michelot, sq_distances, support_floor, max_entry,
+    advance_iterate,
+    fill_csr_row,
+    point_objective,
+    simplex_support_michelot,
+    sq_distances,
+    support_floor,
+    max_entry,
 )
 
 #: Points per parallel work item. Fixed (not derived from the thread count) so
@@ -643,8 +649,27 @@ def encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, slo
         _sort_by_nearest_atom(B, ww, lo, hi, near, starts, pts)
         for i0 in range(0, hi - lo, L):
             _encode_group(
-                B, yy, G, W, aW, ww, alpha, lam, beta, ks, pts, i0, hi - lo,
-                counts, slot_idx, slot_val, obj, rows, r, lanes, idx,
+                B,
+                yy,
+                G,
+                W,
+                aW,
+                ww,
+                alpha,
+                lam,
+                beta,
+                ks,
+                pts,
+                i0,
+                hi - lo,
+                counts,
+                slot_idx,
+                slot_val,
+                obj,
+                rows,
+                r,
+                lanes,
+                idx,
             )
 
 

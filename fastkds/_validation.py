@@ -32,9 +32,7 @@ def check_dictionary(W, n_features, dtype):
     """Validate a dictionary (m x d) against the data's feature count."""
     W = check_array(W, dtype=FLOAT_DTYPES, ensure_all_finite=True, input_name="dictionary")
     if W.shape[1] != n_features:
-        raise ValueError(
-            f"dictionary has {W.shape[1]} features per atom but the data has {n_features}"
-        )
+        raise ValueError(f"dictionary has {W.shape[1]} features per atom but the data has {n_features}")
     return np.ascontiguousarray(W, dtype=dtype)
 
 
@@ -111,8 +109,6 @@ def check_clustering_params(est):
         # a fraction of the points: at 1 or more no component or mode could be a cluster
         raise ValueError(f"min_component is a fraction of the points and must be < 1, got {min_component}")
     return k, check_positive_int(est.n_init, "n_init"), min_component, max_clusters
-
-
 
 
 def auto_n_atoms(n_samples, n_clusters=None):

@@ -341,8 +341,12 @@ def _read_table(path, header=None):
                 # an empty file: reported below as an error, not also as a warning
                 warnings.filterwarnings("ignore", "loadtxt: input contained no data", UserWarning)
                 Y = np.loadtxt(
-                    path, delimiter=delimiter if delimiter.strip() else None, skiprows=skip, ndmin=2,
-                    encoding="utf-8-sig", quotechar='"',  # utf-8-sig: a spreadsheet's byte-order mark
+                    path,
+                    delimiter=delimiter if delimiter.strip() else None,
+                    skiprows=skip,
+                    ndmin=2,
+                    encoding="utf-8-sig",
+                    quotechar='"',  # utf-8-sig: a spreadsheet's byte-order mark
                 )
     except (ValueError, OSError, EOFError) as exc:
         # EOFError: a .npy file of zero bytes
@@ -492,9 +496,7 @@ def _cluster(args):
     t0 = time.perf_counter()
     model.fit(Y)
     seconds = time.perf_counter() - t0
-    report.detail(
-        "seconds: " + ", ".join(f"{stage} {sec:.3f}" for stage, sec in model.timings_.items())
-    )
+    report.detail("seconds: " + ", ".join(f"{stage} {sec:.3f}" for stage, sec in model.timings_.items()))
     written = []
     for dest, what, path in outputs:
         report.detail(f"writing the {what} to {'stdout' if path == STDOUT else path}")
@@ -508,8 +510,7 @@ def _cluster(args):
             save(model, path)
         written.append(("stdout" if path == STDOUT else path) if dest == "output" else f"{what} {path}")
     report.result(
-        f"clustered {Y.shape[0]:,} points into {model.n_clusters_} clusters "
-        f"in {seconds:.2f} s -> {', '.join(written)}"
+        f"clustered {Y.shape[0]:,} points into {model.n_clusters_} clusters in {seconds:.2f} s -> {', '.join(written)}"
     )
     return 0
 
@@ -538,9 +539,7 @@ def _add_model_options(p, atoms, lam, n_iter, epochs):
     )
     talk = p.add_mutually_exclusive_group()
     talk.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors and results")
-    talk.add_argument(
-        "-v", "--verbose", action="count", default=0, help="more detail: a line per epoch, stage timings"
-    )
+    talk.add_argument("-v", "--verbose", action="count", default=0, help="more detail: a line per epoch, stage timings")
 
 
 _CLUSTER_EPILOG = """\
@@ -595,17 +594,23 @@ def build_parser():
     cluster.add_argument("file", help=f"data file, one point per row ({_TABLE_NAMES})")
     cluster.add_argument("--k", type=_n_clusters, default="auto", help="number of clusters or 'auto' (default)")
     cluster.add_argument(
-        "-o", "--output", required=True, metavar="LABELS",
+        "-o",
+        "--output",
+        required=True,
+        metavar="LABELS",
         help=f"where to write the labels ({_TABLE_NAMES}, or - for stdout)",
     )
     cluster.add_argument(
-        "--embedding", metavar="PATH",
+        "--embedding",
+        metavar="PATH",
         help=f"also write the spectral embedding the labels come from ({_TABLE_NAMES}, or -)",
     )
     cluster.add_argument("--codes", metavar="PATH.npz", help="also write the sparse codes (scipy .npz)")
     cluster.add_argument("--model", metavar="PATH.npz", help="also save the fitted model (fastkds.load reads it)")
     cluster.add_argument(
-        "--header", action=argparse.BooleanOptionalAction, default=None,
+        "--header",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="whether a text input starts with a line of column names "
         "(default: it does when that line holds no number)",
     )

@@ -281,9 +281,7 @@ def read_pgm(path):
             raise ValueError(f"{path}: file too short for a PGM header")
         tokens.append(raw[start:pos])
         if len(tokens) == 1 and tokens[0] not in (b"P5", b"P2"):
-            raise ValueError(
-                f"{path}: not a greyscale PGM image (magic {tokens[0][:8]!r}, expected b'P5' or b'P2')"
-            )
+            raise ValueError(f"{path}: not a greyscale PGM image (magic {tokens[0][:8]!r}, expected b'P5' or b'P2')")
     magic = tokens[0]
     try:
         width, height, maxval = (int(t) for t in tokens[1:])
@@ -348,7 +346,8 @@ def load_yaleb(path, *, subjects=YALEB_SUBJECTS, unit_norm=False, include_ambien
         raise FileNotFoundError(f"Yale B folder not found: {path}")
     if subjects is None:
         subjects = sorted(
-            e for e in os.listdir(path)
+            e
+            for e in os.listdir(path)
             if os.path.isdir(os.path.join(path, e))
             and any(f.lower().endswith(".pgm") for f in os.listdir(os.path.join(path, e)))
         )
@@ -362,7 +361,8 @@ def load_yaleb(path, *, subjects=YALEB_SUBJECTS, unit_norm=False, include_ambien
         if not os.path.isdir(folder):
             raise FileNotFoundError(f"Yale B subject folder not found: {folder}")
         names = sorted(
-            f for f in os.listdir(folder)
+            f
+            for f in os.listdir(folder)
             if f.lower().endswith(".pgm") and (include_ambient or "ambient" not in f.lower())
         )
         if not names:

@@ -166,7 +166,6 @@ class DiskCodesWriter:
             f.abort()
 
 
-
 class NpyRows:
     """Rows of a C-ordered ``.npy`` file, read by plain file reads.
 

@@ -47,14 +47,20 @@ def project_simplex(V, *, method="michelot", n_jobs=None):
     V2 = check_data(V.reshape(1, -1) if one_d else V, name="V", min_samples=1)
     out = np.empty_like(V2)
     with numba_threads(check_n_jobs(n_jobs)):
-        _kernels.project_simplex_rows(
-            V2, out, typed_constants(V2.shape[1], V2.dtype), method == "sorted"
-        )
+        _kernels.project_simplex_rows(V2, out, typed_constants(V2.shape[1], V2.dtype), method == "sorted")
     return out[0] if one_d else out
 
 
 def sparse_encode(
-    Y, dictionary, *, lam=1.0, n_iter=50, step="centred", encoder="apg", chunk_size=None, n_jobs=None,
+    Y,
+    dictionary,
+    *,
+    lam=1.0,
+    n_iter=50,
+    step="centred",
+    encoder="apg",
+    chunk_size=None,
+    n_jobs=None,
     device="cpu",
 ):
     """Sparse simplex codes of ``Y`` in a fixed dictionary (the KDS encoder).

@@ -124,14 +124,27 @@ class PaperSettings:
 #: the step is trained for the moons and Salinas-A, fixed for MNIST-5 and
 #: Yale B (as its code does).
 PAPER_SETTINGS = {
-    "moons": PaperSettings(24, 15, 5.0, 1000, dict(solver="unrolled", learning_rate=1e-3, batch_size=10000,
-                                                   clip_norm=1e-4, train_step=True, init="random"), n_samples=5000),
-    "mnist5": PaperSettings(500, 100, 0.5, 30, dict(solver="unrolled", learning_rate=1e-3, batch_size=1024,
-                                                    clip_norm=1e-4, train_step=False, init="random")),
-    "yaleb": PaperSettings(64, 50, 0.1, 15, dict(solver="unrolled", learning_rate=1e-4, batch_size=1, init="random",
-                                                 train_step=False)),
-    "salinas": PaperSettings(25, 100, 1.0, 50, dict(solver="unrolled", learning_rate=1e-4, batch_size=128,
-                                                    init="random", train_step=True)),
+    "moons": PaperSettings(
+        24,
+        15,
+        5.0,
+        1000,
+        dict(solver="unrolled", learning_rate=1e-3, batch_size=10000, clip_norm=1e-4, train_step=True, init="random"),
+        n_samples=5000,
+    ),
+    "mnist5": PaperSettings(
+        500,
+        100,
+        0.5,
+        30,
+        dict(solver="unrolled", learning_rate=1e-3, batch_size=1024, clip_norm=1e-4, train_step=False, init="random"),
+    ),
+    "yaleb": PaperSettings(
+        64, 50, 0.1, 15, dict(solver="unrolled", learning_rate=1e-4, batch_size=1, init="random", train_step=False)
+    ),
+    "salinas": PaperSettings(
+        25, 100, 1.0, 50, dict(solver="unrolled", learning_rate=1e-4, batch_size=128, init="random", train_step=True)
+    ),
 }
 _YALEB_TRAINING = PAPER_SETTINGS["yaleb"].training
 _SALINAS_TRAINING = PAPER_SETTINGS["salinas"].training
@@ -159,14 +172,39 @@ def experiments(quick=False):
     if quick:
         return [
             Experiment("moons", "noisy moons", 2, 12, 5.0, 15, 2, max_epochs=10, n_samples=300, paper_n=5000),
-            Experiment("moons10k", "noisy moons, n=10000", 2, 12, 5.0, 15, 1, max_epochs=10, n_samples=600,
-                       paper_n=10000),
+            Experiment(
+                "moons10k", "noisy moons, n=10000", 2, 12, 5.0, 15, 1, max_epochs=10, n_samples=600, paper_n=10000
+            ),
             Experiment("mnist5", "MNIST-5", 5, 30, 0.5, 30, 1, max_epochs=3, subdir="mnist", paper_n=5000),
-            yaleb := Experiment("yaleb", "Yale B, 2 faces", 2, 8, 0.1, 20, 1, max_epochs=2, subdir="yaleb",
-                                paper_n=128, preprocess="unit_norm", options=dict(_YALEB_TRAINING, batch_size=4)),
+            yaleb := Experiment(
+                "yaleb",
+                "Yale B, 2 faces",
+                2,
+                8,
+                0.1,
+                20,
+                1,
+                max_epochs=2,
+                subdir="yaleb",
+                paper_n=128,
+                preprocess="unit_norm",
+                options=dict(_YALEB_TRAINING, batch_size=4),
+            ),
             _ensemble_row(yaleb),
-            salinas := Experiment("salinas", "Salinas-A", 6, 12, 1.0, 30, 1, max_epochs=3, subdir="salinasA",
-                                  paper_n=7138, preprocess="standardize", options=_SALINAS_TRAINING),
+            salinas := Experiment(
+                "salinas",
+                "Salinas-A",
+                6,
+                12,
+                1.0,
+                30,
+                1,
+                max_epochs=3,
+                subdir="salinasA",
+                paper_n=7138,
+                preprocess="standardize",
+                options=_SALINAS_TRAINING,
+            ),
             _scaled_lr_row(salinas),
         ]
     # Each row with a setting chosen by looking at accuracy runs on seeds that
@@ -174,55 +212,101 @@ def experiments(quick=False):
     p_moons, p_mnist, p_yaleb, p_salinas = (PAPER_SETTINGS[k] for k in ("moons", "mnist5", "yaleb", "salinas"))
     return [
         moons := Experiment(
-            "moons", "noisy moons", 2, p_moons.n_atoms, p_moons.lam, 30, 10, n_samples=p_moons.n_samples,
-            paper_n=p_moons.n_samples, first_seed=10,
+            "moons",
+            "noisy moons",
+            2,
+            p_moons.n_atoms,
+            p_moons.lam,
+            30,
+            10,
+            n_samples=p_moons.n_samples,
+            paper_n=p_moons.n_samples,
+            first_seed=10,
             note="T=30, not the paper's 15: at T=15 the codes stay blurred near the tips "
             "of the moons (README); the Bayes column is the ceiling",
-            chosen="T=30", chosen_on=range(10),
+            chosen="T=30",
+            chosen_on=range(10),
         ),
         replace(
-            moons, name="moons10k", title="noisy moons, n=10000", n_samples=10000, paper_n=10000,
+            moons,
+            name="moons10k",
+            title="noisy moons, n=10000",
+            n_samples=10000,
+            paper_n=10000,
             note="the 10,000 points of the paper's released code (quantity=10000; its text: 5000), "
             "where the Bayes classifier scores >= 0.999 on every seed; otherwise as the row above",
         ),
         Experiment(
-            "mnist5", "MNIST-5", 5, p_mnist.n_atoms, p_mnist.lam, p_mnist.n_iter, 5, subdir="mnist", paper_n=5000,
+            "mnist5",
+            "MNIST-5",
+            5,
+            p_mnist.n_atoms,
+            p_mnist.lam,
+            p_mnist.n_iter,
+            5,
+            subdir="mnist",
+            paper_n=5000,
             first_seed=5,
             note="the 4958 test-split images (the paper's code: all 35,037 of MNIST); localised modes "
             "of the code graph do not count towards the 5 eigenvectors (min_component, docs/unrolled.md)",
-            chosen="the spectral step's rule for localised modes", chosen_on=range(5),
+            chosen="the spectral step's rule for localised modes",
+            chosen_on=range(5),
         ),
         yaleb := Experiment(
-            "yaleb", "Yale B, 2 faces", 2, p_yaleb.n_atoms, p_yaleb.lam, p_yaleb.n_iter, 10,
-            max_epochs=p_yaleb.max_epochs, subdir="yaleb", paper_n=128, preprocess="unit_norm",
-            options=p_yaleb.training, first_seed=10,
+            "yaleb",
+            "Yale B, 2 faces",
+            2,
+            p_yaleb.n_atoms,
+            p_yaleb.lam,
+            p_yaleb.n_iter,
+            10,
+            max_epochs=p_yaleb.max_epochs,
+            subdir="yaleb",
+            paper_n=128,
+            preprocess="unit_norm",
+            options=p_yaleb.training,
+            first_seed=10,
             note="the paper's training (unrolled solver, Adam lr 1e-4, 15 epochs, batch 1, random "
             "initial atoms, fixed step) on images scaled to unit norm (the paper's P3, as in its code)",
-            chosen="the spectral step's five-point floor on a cluster", chosen_on=range(10),
+            chosen="the spectral step's five-point floor on a cluster",
+            chosen_on=range(10),
         ),
         _ensemble_row(
             yaleb,
             note="not the paper's method: KDSEnsembleClustering, ten dictionaries trained as in the row "
             "above from independent random initial atoms, their codes side by side in one code graph "
             "(m=64 atoms each); ten fits, as many at once as there are cores (n_jobs=-1)",
-            chosen="ten dictionaries (rather than five), the five-point floor", chosen_on=range(10),
+            chosen="ten dictionaries (rather than five), the five-point floor",
+            chosen_on=range(10),
         ),
         salinas := Experiment(
-            "salinas", "Salinas-A", 6, p_salinas.n_atoms, p_salinas.lam, p_salinas.n_iter, 40,
-            max_epochs=p_salinas.max_epochs, subdir="salinasA", paper_n=7138, preprocess="standardize",
-            options=p_salinas.training, first_seed=40,
+            "salinas",
+            "Salinas-A",
+            6,
+            p_salinas.n_atoms,
+            p_salinas.lam,
+            p_salinas.n_iter,
+            40,
+            max_epochs=p_salinas.max_epochs,
+            subdir="salinasA",
+            paper_n=7138,
+            preprocess="standardize",
+            options=p_salinas.training,
+            first_seed=40,
             note="the paper's training (unrolled solver, Adam lr 1e-4, 50 epochs, batch 128, random "
             "initial atoms, trained step) on bands standardised (the paper's P2); the 5348 labelled "
             "pixels, as the paper's code (its text: n=7138, the whole image). 40 seeds: the partition "
             "depends on the random initial atoms (docs/experiments.md)",
             chosen="standardised bands, the best of the paper's three preprocessings (its code scales "
-            "the cube globally to [0, 1])", chosen_on=range(10),
+            "the cube globally to [0, 1])",
+            chosen_on=range(10),
         ),
         _scaled_lr_row(
             salinas,
             note="the row above with Adam's learning rate 2e-3 instead of the paper's 1e-4, which is "
             "for the cube scaled to [0, 1] (a band's spread there is 0.052, here 1)",
-            chosen="Adam's learning rate 2e-3, standardised bands", chosen_on=range(10),
+            chosen="Adam's learning rate 2e-3, standardised bands",
+            chosen_on=range(10),
         ),
     ]
 
@@ -234,8 +318,7 @@ def _ensemble_row(yaleb, **changes):
 
 def _scaled_lr_row(salinas, **changes):
     """The Salinas-A row with one change: Adam's learning rate 2e-3."""
-    return replace(salinas, name="salinas-lr", title="Salinas-A, lr 2e-3", options=_SALINAS_TRAINING_SCALED,
-                   **changes)
+    return replace(salinas, name="salinas-lr", title="Salinas-A, lr 2e-3", options=_SALINAS_TRAINING_SCALED, **changes)
 
 
 def circles_grid(quick=False, seeds=None):
@@ -266,8 +349,13 @@ def circles_grid(quick=False, seeds=None):
     return CirclesGrid(
         (10, 25, 50, 100, 150, 200, 300),
         (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8),
-        6000, 50.0, 100, seeds or 1, first_seed=1,
-        chosen="lam=50 and T=100 (at delta=0.05, m=100-200)", chosen_on=range(1),
+        6000,
+        50.0,
+        100,
+        seeds or 1,
+        first_seed=1,
+        chosen="lam=50 and T=100 (at delta=0.05, m=100-200)",
+        chosen_on=range(1),
     )
 
 
@@ -324,7 +412,11 @@ def _load(exp, data_dir, seed, quick):
     if exp.preprocess:
         Y = preprocess(Y, exp.preprocess)
     if quick:  # a stratified-enough random subsample, the same for every seed
-        keep = np.sort(np.random.default_rng(0).choice(Y.shape[0], min(Y.shape[0], 24 if exp.subdir == "yaleb" else 300), replace=False))
+        keep = np.sort(
+            np.random.default_rng(0).choice(
+                Y.shape[0], min(Y.shape[0], 24 if exp.subdir == "yaleb" else 300), replace=False
+            )
+        )
         Y, y = Y[keep], y[keep]
     return Y, y
 
@@ -464,10 +556,7 @@ def moons_bayes_labels(Y, noise=0.1, n_grid=2001, chunk=20000):
     out = np.empty(Y.shape[0], dtype=np.int64)
     for s in range(0, Y.shape[0], chunk):
         P = Y[s : s + chunk]
-        lik = [
-            np.exp(-((P[:, None, :] - C[None]) ** 2).sum(axis=2) / (2 * noise**2)).sum(axis=1)
-            for C in curves
-        ]
+        lik = [np.exp(-((P[:, None, :] - C[None]) ** 2).sum(axis=2) / (2 * noise**2)).sum(axis=1) for C in curves]
         out[s : s + chunk] = lik[1] > lik[0]
     return out
 
@@ -532,6 +621,7 @@ def run_experiment(exp, data_dir, *, seeds=None, first_seed=None, quick=False, b
     Row
     """
     from .metrics import clustering_accuracy
+
     row = Row(exp)
     data = None
     for seed in seed_range(exp, seeds, first_seed):
@@ -544,8 +634,17 @@ def run_experiment(exp, data_dir, *, seeds=None, first_seed=None, quick=False, b
         Y, y = data
         row.n, row.d = Y.shape
         row.seeds.append(seed)
-        model, sec = _fit_kds(Y, exp.k, exp.n_atoms, exp.lam, exp.n_iter, exp.max_epochs, seed,
-                              n_estimators=exp.n_estimators, **exp.options)
+        model, sec = _fit_kds(
+            Y,
+            exp.k,
+            exp.n_atoms,
+            exp.lam,
+            exp.n_iter,
+            exp.max_epochs,
+            seed,
+            n_estimators=exp.n_estimators,
+            **exp.options,
+        )
         row.accuracy.append(clustering_accuracy(y, model.labels_))
         row.fit_seconds.append(sec)
         if row.model is None:
@@ -562,8 +661,10 @@ def run_experiment(exp, data_dir, *, seeds=None, first_seed=None, quick=False, b
             base = f", KMeans {row.kmeans[-1]:.4f}, Spectral {row.spectral[-1]:.4f}" if baselines else ""
             kdss = model.estimators_ if exp.n_estimators > 1 else [model.kds_]
             epochs = "/".join(str(kds.n_iter_) for kds in kdss)
-            log(f"  {exp.name} seed {seed}: accuracy {row.accuracy[-1]:.4f} in {sec:.1f} s "
-                f"({epochs} epochs){base}{extra}")
+            log(
+                f"  {exp.name} seed {seed}: accuracy {row.accuracy[-1]:.4f} in {sec:.1f} s "
+                f"({epochs} epochs){base}{extra}"
+            )
     return row
 
 
@@ -582,6 +683,7 @@ def run_circles(grid, *, log=None):
     """
     from . import datasets
     from .metrics import clustering_accuracy
+
     acc = np.zeros((len(grid.n_atoms), len(grid.deltas), grid.seeds))
     t0 = time.perf_counter()
     for j, delta in enumerate(grid.deltas):
@@ -591,7 +693,10 @@ def run_circles(grid, *, log=None):
                 model, _ = _fit_kds(Y, 2, m, grid.lam, grid.n_iter, 100, seed)
                 acc[i, j, q] = clustering_accuracy(y, model.labels_)
         if log is not None:
-            log(f"  circles delta={delta}: " + " ".join(f"m={m}:{a:.3f}" for m, a in zip(grid.n_atoms, acc[:, j].mean(axis=1))))
+            log(
+                f"  circles delta={delta}: "
+                + " ".join(f"m={m}:{a:.3f}" for m, a in zip(grid.n_atoms, acc[:, j].mean(axis=1)))
+            )
     grid.accuracy = acc
     grid.seconds = time.perf_counter() - t0
     return grid
@@ -642,32 +747,81 @@ def paper_figures(rows, grid, directory, *, quick=False):
     if "moons" in by_name:
         r = by_name["moons"]
         Y, y = r.data
-        written.append(_save(plotting.plot_atoms_2d(
-            Y, y, r.model.components_, ax=figure((4.2, 3.6)).add_subplot(),
-            title=f"noisy moons: {r.exp.n_atoms} learned atoms (n={len(Y)})"), directory, "moons_atoms.png"))
+        written.append(
+            _save(
+                plotting.plot_atoms_2d(
+                    Y,
+                    y,
+                    r.model.components_,
+                    ax=figure((4.2, 3.6)).add_subplot(),
+                    title=f"noisy moons: {r.exp.n_atoms} learned atoms (n={len(Y)})",
+                ),
+                directory,
+                "moons_atoms.png",
+            )
+        )
     if grid is not None and grid.accuracy is not None:
-        written.append(_save(plotting.plot_heatmap(
-            grid.n_atoms, grid.deltas, grid.accuracy.mean(axis=2), ax=figure((5.0, 3.8)).add_subplot(),
-            title=f"concentric circles: KDS accuracy (n={grid.n_samples})"), directory, "circles_heatmap.png"))
+        written.append(
+            _save(
+                plotting.plot_heatmap(
+                    grid.n_atoms,
+                    grid.deltas,
+                    grid.accuracy.mean(axis=2),
+                    ax=figure((5.0, 3.8)).add_subplot(),
+                    title=f"concentric circles: KDS accuracy (n={grid.n_samples})",
+                ),
+                directory,
+                "circles_heatmap.png",
+            )
+        )
         m = 12 if quick else 100
         Y, y = make_circles(300 if quick else grid.n_samples, 0.15, random_state=0)
         model, _ = _fit_kds(Y, 2, m, grid.lam, grid.n_iter, 100, 0)
-        written.append(_save(plotting.plot_atoms_2d(
-            Y, y, model.components_, ax=figure((4.2, 3.6)).add_subplot(),
-            title=f"concentric circles, delta=0.15: {m} learned atoms"),
-            directory, "circles_atoms.png"))
+        written.append(
+            _save(
+                plotting.plot_atoms_2d(
+                    Y,
+                    y,
+                    model.components_,
+                    ax=figure((4.2, 3.6)).add_subplot(),
+                    title=f"concentric circles, delta=0.15: {m} learned atoms",
+                ),
+                directory,
+                "circles_atoms.png",
+            )
+        )
     if "mnist5" in by_name:
         r = by_name["mnist5"]
         title = f"MNIST-5: {min(100, r.exp.n_atoms)} of the {r.exp.n_atoms} learned atoms"
         n_rows, n_cols = plotting.atom_grid_shape(len(r.model.components_))
-        written.append(_save(plotting.plot_atom_grid(
-            r.model.components_, (28, 28), ax=figure(plotting.atom_grid_figsize(n_rows, n_cols, title)).add_subplot(),
-            n_cols=n_cols, n_rows=n_rows, title=title), directory, "mnist_atoms.png"))
+        written.append(
+            _save(
+                plotting.plot_atom_grid(
+                    r.model.components_,
+                    (28, 28),
+                    ax=figure(plotting.atom_grid_figsize(n_rows, n_cols, title)).add_subplot(),
+                    n_cols=n_cols,
+                    n_rows=n_rows,
+                    title=title,
+                ),
+                directory,
+                "mnist_atoms.png",
+            )
+        )
     embedded = by_name.get("mnist5") or next(iter(by_name.values()), None)
     if embedded is not None:
-        written.append(_save(plotting.plot_embedding(
-            embedded.model.embedding_, embedded.data[1], ax=figure((4.4, 3.8)).add_subplot(),
-            title=f"{embedded.exp.title}: spectral embedding of the codes"), directory, "embedding.png"))
+        written.append(
+            _save(
+                plotting.plot_embedding(
+                    embedded.model.embedding_,
+                    embedded.data[1],
+                    ax=figure((4.4, 3.8)).add_subplot(),
+                    title=f"{embedded.exp.title}: spectral embedding of the codes",
+                ),
+                directory,
+                "embedding.png",
+            )
+        )
     return written
 
 
@@ -676,20 +830,45 @@ def paper_figures(rows, grid, directory, *, quick=False):
 
 def add_arguments(parser):
     """Add the options of ``fastkds paper`` to an argparse parser."""
-    parser.add_argument("--data", default=None, help="folder holding mnist/, yaleb/, salinasA/ (default: "
-                        "$FASTKDS_DATA, else shared/data beside the current directory or the checkout)")
-    parser.add_argument("--only", nargs="+", choices=NAMES, default=None, metavar="NAME",
-                        help=f"run only these experiments ({', '.join(NAMES)})")
-    parser.add_argument("--seeds", type=int, default=None,
-                        help="seeds per experiment (default: moons 10, MNIST-5 5, Yale B 10 (both rows), "
-                        "Salinas-A 40 (both rows), circles 1)")
-    parser.add_argument("--first-seed", type=int, default=None, metavar="S",
-                        help="start the seeds at S (default: each row's first seed after those any of its "
-                        "settings was chosen on, e.g. Salinas-A 40)")
+    parser.add_argument(
+        "--data",
+        default=None,
+        help="folder holding mnist/, yaleb/, salinasA/ (default: "
+        "$FASTKDS_DATA, else shared/data beside the current directory or the checkout)",
+    )
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        choices=NAMES,
+        default=None,
+        metavar="NAME",
+        help=f"run only these experiments ({', '.join(NAMES)})",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        help="seeds per experiment (default: moons 10, MNIST-5 5, Yale B 10 (both rows), "
+        "Salinas-A 40 (both rows), circles 1)",
+    )
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=None,
+        metavar="S",
+        help="start the seeds at S (default: each row's first seed after those any of its "
+        "settings was chosen on, e.g. Salinas-A 40)",
+    )
     parser.add_argument("--quick", action="store_true", help="tiny sizes: checks that everything runs")
     parser.add_argument("--no-baselines", action="store_true", help="skip the scikit-learn baselines")
-    parser.add_argument("--figures", nargs="?", const="docs/figures", default=None, metavar="DIR",
-                        help="also write the figures (PNG) into DIR (default docs/figures); needs fastkds[plot]")
+    parser.add_argument(
+        "--figures",
+        nargs="?",
+        const="docs/figures",
+        default=None,
+        metavar="DIR",
+        help="also write the figures (PNG) into DIR (default docs/figures); needs fastkds[plot]",
+    )
     return parser
 
 
@@ -721,18 +900,31 @@ def run(args, out=None):
         plotting.require_matplotlib()  # fail before the long run, not after it
     only = set(args.only or NAMES)
     data_dir = find_data_dir(args.data)
-    log(f"fastkds paper: data folder {data_dir if data_dir is not None else '(none found)'}"
-        f"{', quick mode' if args.quick else ''}")
+    log(
+        f"fastkds paper: data folder {data_dir if data_dir is not None else '(none found)'}"
+        f"{', quick mode' if args.quick else ''}"
+    )
     rows = []
     for exp in experiments(args.quick):
         if exp.name in only:
             extra = "".join(f", {key}={value!r}" for key, value in exp.options.items())
             extra += f", preprocess={exp.preprocess!r}" if exp.preprocess else ""
             extra += f", n_estimators={exp.n_estimators}" if exp.n_estimators > 1 else ""
-            log(f"{exp.title}: n_atoms={exp.n_atoms}, lam={exp.lam:g}, n_iter={exp.n_iter}, "
-                f"max_epochs={exp.max_epochs}{extra}")
-            rows.append(run_experiment(exp, data_dir, seeds=args.seeds, first_seed=args.first_seed,
-                                       quick=args.quick, baselines=not args.no_baselines, log=log))
+            log(
+                f"{exp.title}: n_atoms={exp.n_atoms}, lam={exp.lam:g}, n_iter={exp.n_iter}, "
+                f"max_epochs={exp.max_epochs}{extra}"
+            )
+            rows.append(
+                run_experiment(
+                    exp,
+                    data_dir,
+                    seeds=args.seeds,
+                    first_seed=args.first_seed,
+                    quick=args.quick,
+                    baselines=not args.no_baselines,
+                    log=log,
+                )
+            )
             if rows[-1].missing:
                 log(f"  {rows[-1].missing}")
     grid = None
@@ -755,8 +947,9 @@ def run(args, out=None):
 
 def main(argv=None):
     """Entry point of ``python -m fastkds.experiments``."""
-    parser = add_arguments(argparse.ArgumentParser(
-        prog="python -m fastkds.experiments", description=__doc__.split("\n\n")[0]))
+    parser = add_arguments(
+        argparse.ArgumentParser(prog="python -m fastkds.experiments", description=__doc__.split("\n\n")[0])
+    )
     run(parser.parse_args(argv))
     return 0
 

@@ -33,8 +33,18 @@ from numba import cuda
 
 from . import _config
 from ._cuda_kernels import (
-    SCAN_MAX_THREADS, WARP_MAX_ATOMS, bt_kernel, encode_kernel, fill_kernel, scan_add_kernel, scan_offsets_kernel,
-    scan_tiles_kernel, sqnorm_kernel, stats_partial_kernel, stats_reduce_kernel, warp_encode_kernel,
+    SCAN_MAX_THREADS,
+    WARP_MAX_ATOMS,
+    bt_kernel,
+    encode_kernel,
+    fill_kernel,
+    scan_add_kernel,
+    scan_offsets_kernel,
+    scan_tiles_kernel,
+    sqnorm_kernel,
+    stats_partial_kernel,
+    stats_reduce_kernel,
+    warp_encode_kernel,
 )
 from ._host_copies import copy_flat, place_csr_chunk
 from ._validation import check_choice
@@ -637,9 +647,7 @@ def _pipeline(Y, prepared, chunk_size, stats=None, objective=False, buffers=None
 def _check_data(Y, prepared):
     Y = np.asarray(Y)
     if Y.ndim != 2 or Y.shape[1] != prepared.n_features or Y.dtype != prepared.dtype:
-        raise ValueError(
-            f"Y must be 2-D {prepared.dtype} with {prepared.n_features} columns, got {Y.dtype} {Y.shape}"
-        )
+        raise ValueError(f"Y must be 2-D {prepared.dtype} with {prepared.n_features} columns, got {Y.dtype} {Y.shape}")
     return np.ascontiguousarray(Y)
 
 

@@ -10,9 +10,7 @@ def _contingency(labels_true, labels_pred):
     labels_true = column_or_1d(labels_true)
     labels_pred = column_or_1d(labels_pred)
     if labels_true.shape != labels_pred.shape:
-        raise ValueError(
-            f"labels_true has {labels_true.shape[0]} entries but labels_pred has {labels_pred.shape[0]}"
-        )
+        raise ValueError(f"labels_true has {labels_true.shape[0]} entries but labels_pred has {labels_pred.shape[0]}")
     if labels_true.size == 0:
         raise ValueError("labels are empty")
     classes, t = np.unique(labels_true, return_inverse=True)

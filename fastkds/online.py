@@ -59,9 +59,7 @@ class RunningStatistics:
         self.XtY[atoms] = 0.0
 
 
-def online_step(
-    Y, W, running, *, lam, n_iter, chunk_size, backend, random_state, step="centred", encoder="apg"
-):
+def online_step(Y, W, running, *, lam, n_iter, chunk_size, backend, random_state, step="centred", encoder="apg"):
     """Encode the chunk ``Y`` with ``W``, update ``running`` and return the new dictionary.
 
     Atoms unused since they were placed, and atoms that coincide with

@@ -96,7 +96,8 @@ def format_table(rows, grid=None):
         if r.missing:
             lines.append(
                 f"| {e.title} | | | {e.k} | {e.n_atoms} | {e.n_iter} | {e.lam:g} | {r.missing} | | | | "
-                + " | ".join(paper) + " | | | | |"
+                + " | ".join(paper)
+                + " | | | | |"
             )
             continue
         mean = lambda v: _f(np.mean(v)) if v else ""  # noqa: E731

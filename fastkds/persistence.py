@@ -378,7 +378,13 @@ _RANDOM_STATE_PARAMS = ("random_state",)
 # an encrypted or unsupported member (RuntimeError, NotImplementedError), a
 # header whose shape does not fit in memory (MemoryError).
 _ENTRY_ERRORS = (
-    zipfile.BadZipFile, zlib.error, struct.error, ValueError, EOFError, RuntimeError, NotImplementedError,
+    zipfile.BadZipFile,
+    zlib.error,
+    struct.error,
+    ValueError,
+    EOFError,
+    RuntimeError,
+    NotImplementedError,
     MemoryError,
 )
 
@@ -493,11 +499,15 @@ class Reader:
             check_array(keys, f"{name}.keys", (np.dtype(np.uint32),), (624,))
             require(state["kind"] == "MT19937", f"{name} is of kind {state['kind']!r}, expected 'MT19937'")
             require(check_count(state["pos"], f"{name} pos") <= 624, f"{name} pos={state['pos']} exceeds 624")
-            require(state["has_gauss"] in (0, 1) and not isinstance(state["has_gauss"], float),
-                    f"{name} has_gauss must be 0 or 1, got {state['has_gauss']!r}")
+            require(
+                state["has_gauss"] in (0, 1) and not isinstance(state["has_gauss"], float),
+                f"{name} has_gauss must be 0 or 1, got {state['has_gauss']!r}",
+            )
             cached = state["cached_gaussian"]
-            require(isinstance(cached, (int, float)) and not isinstance(cached, bool),
-                    f"{name} cached_gaussian must be a float, got {cached!r}")
+            require(
+                isinstance(cached, (int, float)) and not isinstance(cached, bool),
+                f"{name} cached_gaussian must be a float, got {cached!r}",
+            )
         except ValueError as exc:
             raise self.fail(exc) from None
         rs = np.random.RandomState()
@@ -526,8 +536,9 @@ class Reader:
         spec = self.json(f"{prefix}params", ("values", "arrays", "random_states"), ("templates",))
         values, arrays, states = spec["values"], spec["arrays"], spec["random_states"]
         nested = spec.get("templates", [])
-        if not (isinstance(values, dict) and _is_name_list(arrays) and isinstance(states, dict)
-                and _is_name_list(nested)):
+        if not (
+            isinstance(values, dict) and _is_name_list(arrays) and isinstance(states, dict) and _is_name_list(nested)
+        ):
             raise self.fail(f"entry '{prefix}params' is malformed")
         names = [*values, *arrays, *states, *nested]
         unknown = sorted(set(names) - set(cls().get_params(deep=False)))
@@ -644,7 +655,8 @@ def load(path):
         class_name = str(class_name) if class_name.shape == () and class_name.dtype.kind == "U" else repr(class_name)
         if class_name not in _CLASSES:
             known = (
-                f"this fastkds loads {_known_classes()}" if _CLASSES
+                f"this fastkds loads {_known_classes()}"
+                if _CLASSES
                 # the estimator classes register on import
                 else "no class is registered: import fastkds.estimators first, as fastkds.load does"
             )

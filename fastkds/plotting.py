@@ -207,8 +207,15 @@ def plot_heatmap(n_atoms, deltas, accuracy, *, ax=None, title=None, colorbar=Tru
     for i in range(accuracy.shape[0]):
         for j in range(accuracy.shape[1]):
             a = accuracy[i, j]
-            ax.text(j, i, f"{a:.2f}"[1:] if a < 1 else "1", ha="center", va="center", fontsize=7,
-                    color="black" if a > 0.8 else "white")
+            ax.text(
+                j,
+                i,
+                f"{a:.2f}"[1:] if a < 1 else "1",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="black" if a > 0.8 else "white",
+            )
     if colorbar:
         ax.figure.colorbar(im, ax=ax, label="accuracy")
     if title:

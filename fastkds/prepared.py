@@ -205,8 +205,7 @@ class PreparedDictionary:
         top = float(np.linalg.eigvalsh(G64)[-1]) if W64.size else 0.0
         if top == 0.0 and np.any(W64 != 0):
             raise ValueError(
-                f"the squared norms of the atoms underflow (largest |entry| "
-                f"{np.abs(W64).max():.3g}): rescale the data"
+                f"the squared norms of the atoms underflow (largest |entry| {np.abs(W64).max():.3g}): rescale the data"
             )
         #: Subtracted from every point and atom before encoding (the mean atom,
         #: or None): the codes and objectives are the same, and the products
@@ -280,9 +279,7 @@ class PreparedDictionary:
         if n:
             # The first step is alpha * (lam * ||y - w||^2 - y.w); later ones
             # add at most a few units. It must fit the dtype with room to spare.
-            bound = self.alpha_value * (
-                float(self.lam) * (y_max + 2.0 * b_max + float(self.ww.max())) + b_max
-            )
+            bound = self.alpha_value * (float(self.lam) * (y_max + 2.0 * b_max + float(self.ww.max())) + b_max)
             if not bound < np.finfo(self.dtype).max / 64:
                 raise ValueError(
                     f"points lie too far from the atoms for {self.dtype.name} "
@@ -291,14 +288,39 @@ class PreparedDictionary:
                 )
         if self.encoder == "active-set":
             _active_set.encode_codes_active_set(
-                B, yy, self.G, self.G_padded, self.ww, self.alpha, self.lam, self.beta, self.ks,
-                counts, slot_idx, slot_val, obj, fallbacks,
+                B,
+                yy,
+                self.G,
+                self.G_padded,
+                self.ww,
+                self.alpha,
+                self.lam,
+                self.beta,
+                self.ks,
+                counts,
+                slot_idx,
+                slot_val,
+                obj,
+                fallbacks,
             )
             self.n_fallbacks += int(fallbacks.sum())
         else:
             _kernels.encode_codes(
-                B, yy, self.G, self.G_padded, self.W, self.ww, self.alpha, self.lam, self.beta, self.ks,
-                counts, slot_idx, slot_val, obj, numba.get_num_threads(),
+                B,
+                yy,
+                self.G,
+                self.G_padded,
+                self.W,
+                self.ww,
+                self.alpha,
+                self.lam,
+                self.beta,
+                self.ks,
+                counts,
+                slot_idx,
+                slot_val,
+                obj,
+                numba.get_num_threads(),
             )
         return counts, slot_idx, slot_val, obj
 

@@ -219,8 +219,19 @@ def _converged(F_prev, F, tol, W):
 
 
 def fit_alternating(
-    Y, W_init, *, lam, n_iter, max_epochs, tol, chunk_size, random_state, backend, progress=None,
-    step="centred", encoder="apg",
+    Y,
+    W_init,
+    *,
+    lam,
+    n_iter,
+    max_epochs,
+    tol,
+    chunk_size,
+    random_state,
+    backend,
+    progress=None,
+    step="centred",
+    encoder="apg",
 ):
     """Alternating minimisation with the exact dictionary step.
 
@@ -274,8 +285,8 @@ def fit_alternating(
         # atoms re-seeded where they were (all the data at one point) change nothing
         reseeded = n_dead > 0 and not np.array_equal(W, W_prev)
         if history and not reseeded and _converged(history[-1], F, tol, W):
-                history.append(F)
-                converged = True
-                break
+            history.append(F)
+            converged = True
+            break
         history.append(F)
     return W, history, epoch, converged

@@ -262,7 +262,9 @@ class IterableSource(ChunkSource):
         if self._factory is not None:
             it = self._factory()
             if not isinstance(it, Iterable):
-                raise TypeError(f"{self._name}: the callable must return an iterable of chunks, got {type(it).__name__}")
+                raise TypeError(
+                    f"{self._name}: the callable must return an iterable of chunks, got {type(it).__name__}"
+                )
             return iter(it)
         if not self.reiterable:
             if self._used:

@@ -112,7 +112,6 @@ class BipartiteSpectrum:
             if spread.any():  # nothing spread: every mode counts
                 self.spread = spread
 
-
     @classmethod
     def from_arrays(cls, *, eigenvalues, eigenvectors, used, inv_sqrt_s, spread, n_outlier_atoms, stand_in=None):
         """A spectrum from its stored attributes, as :func:`fastkds.load`
@@ -136,6 +135,7 @@ class BipartiteSpectrum:
         spectrum.n_outlier_atoms = n_outlier_atoms
         spectrum.stand_in = stand_in
         return spectrum
+
     def _outlier_atoms(self, XtX, s, min_component):
         """Atoms in components of the atom graph with a small share of the degree."""
         outliers = np.zeros(s.size, dtype=bool)
@@ -324,7 +324,7 @@ class EmbeddingPass:
         rows = normalize_rows(np.asarray(codes @ self.projection), copy=False)
         self.sink.append(rows)
         stop = self.n_rows + n_chunk
-        end = self._next + int(np.searchsorted(self.sample[self._next:], stop))
+        end = self._next + int(np.searchsorted(self.sample[self._next :], stop))
         self.sample_rows[self._next : end] = rows[self.sample[self._next : end] - self.n_rows]
         self._next = end
         self.n_rows = stop

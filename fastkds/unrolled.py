@@ -34,10 +34,11 @@ from .prepared import momentum, typed_constants
 STEP_BOUND = 1.5
 
 
-
 def _n_parts(n, m, itemsize):
     """Parts of a batch reduced separately: fixed by n and m, never by the threads."""
-    return int(max(1, min(16, -(-n // _config.UNROLLED_PART_POINTS), _config.UNROLLED_PARTS_BUDGET // (itemsize * m * m))))
+    return int(
+        max(1, min(16, -(-n // _config.UNROLLED_PART_POINTS), _config.UNROLLED_PARTS_BUDGET // (itemsize * m * m)))
+    )
 
 
 def _top_eigenpair(W, G=None):
@@ -129,8 +130,18 @@ def loss_and_gradient_fixed_step(Y, W, lam, n_iter, alpha, workspace=None, gram=
     loss = ws.get("loss", (n,), dtype)
     dalpha = ws.get("dalpha", (n,), dtype)
     _unrolled_kernels.unrolled_batch(
-        B, yy, G, ww, dtype.type(alpha), dtype.type(lam), momentum(n_iter, dtype),
-        typed_constants(m, dtype), H_parts, C, loss, dalpha,
+        B,
+        yy,
+        G,
+        ww,
+        dtype.type(alpha),
+        dtype.type(lam),
+        momentum(n_iter, dtype),
+        typed_constants(m, dtype),
+        H_parts,
+        C,
+        loss,
+        dalpha,
     )
     K = H_parts.sum(axis=0, dtype=np.float64)
     H = K + K.T
@@ -282,8 +293,22 @@ class UnrolledTrainer:
         return total / n
 
 
-def fit_unrolled(Y, W_init, *, lam, n_iter, max_epochs, batch_size, learning_rate, clip_norm, shuffle,
-                 train_step, random_state, progress=None, freeze_step=False):
+def fit_unrolled(
+    Y,
+    W_init,
+    *,
+    lam,
+    n_iter,
+    max_epochs,
+    batch_size,
+    learning_rate,
+    clip_norm,
+    shuffle,
+    train_step,
+    random_state,
+    progress=None,
+    freeze_step=False,
+):
     """Train the dictionary by backpropagation through the unrolled encoder.
 
     Parameters
@@ -310,8 +335,13 @@ def fit_unrolled(Y, W_init, *, lam, n_iter, max_epochs, batch_size, learning_rat
         Mean mini-batch loss of each epoch.
     """
     trainer = UnrolledTrainer(
-        W_init, lam=lam, n_iter=n_iter, train_step=train_step, learning_rate=learning_rate,
-        clip_norm=clip_norm, fixed_step=step_size(W_init) if freeze_step else None,
+        W_init,
+        lam=lam,
+        n_iter=n_iter,
+        train_step=train_step,
+        learning_rate=learning_rate,
+        clip_norm=clip_norm,
+        fixed_step=step_size(W_init) if freeze_step else None,
     )
     history = []
     for epoch in range(1, max_epochs + 1):

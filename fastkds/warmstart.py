@@ -94,9 +94,7 @@ def check_init(init, n_atoms, n_features):
     if W.dtype.kind not in "biuf":
         raise TypeError(f"init must be 'random', 'k-means++' or a numeric array, got an array of dtype {W.dtype}")
     if W.shape != (n_atoms, n_features):
-        raise ValueError(
-            f"init array has shape {W.shape}, expected (n_atoms, n_features) = ({n_atoms}, {n_features})"
-        )
+        raise ValueError(f"init array has shape {W.shape}, expected (n_atoms, n_features) = ({n_atoms}, {n_features})")
     if not np.all(np.isfinite(W)):
         raise ValueError("init array contains NaN or infinite values")
     return W
@@ -267,8 +265,7 @@ def fit_stages(stages, W, p, rng, dtype, display):
             _progress.close(bar)
     if not converged and p["max_epochs"] > 1:
         warn(
-            f"KDS did not converge in max_epochs={p['max_epochs']} epochs "
-            f"(tol={p['tol']}); increase max_epochs or tol",
+            f"KDS did not converge in max_epochs={p['max_epochs']} epochs (tol={p['tol']}); increase max_epochs or tol",
             KDSConvergenceWarning,
         )
     return {

@@ -202,7 +202,9 @@ def test_console_script_help():
 def test_module_entry_point_help():
     result = subprocess.run(
         [sys.executable, "-m", "fastkds.cli", "cluster", "--help"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     assert "--output" in result.stdout

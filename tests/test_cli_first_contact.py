@@ -34,7 +34,11 @@ def _run_python(args, cwd, env=None):
     """Run ``python *args`` in a fresh interpreter that imports the fastkds under test."""
     path = os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")]))
     return subprocess.run(
-        [sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=240,
+        [sys.executable, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=240,
         env=dict(os.environ, PYTHONPATH=path, **(env or {})),
     )
 
@@ -172,11 +176,25 @@ def test_embedding_codes_and_model(tmp_path, data):
     model holds: the saved model's embedding, its codes of the points, its labels."""
     folder, Y, labels = data
     paths = {name: tmp_path / name for name in ["labels.csv", "embedding.csv", "codes.npz", "model.npz"]}
-    assert main([
-        "cluster", str(folder / "points.npy"), *FAST, "-q", "-o", str(paths["labels.csv"]),
-        "--embedding", str(paths["embedding.csv"]), "--codes", str(paths["codes.npz"]),
-        "--model", str(paths["model.npz"]),
-    ]) == 0
+    assert (
+        main(
+            [
+                "cluster",
+                str(folder / "points.npy"),
+                *FAST,
+                "-q",
+                "-o",
+                str(paths["labels.csv"]),
+                "--embedding",
+                str(paths["embedding.csv"]),
+                "--codes",
+                str(paths["codes.npz"]),
+                "--model",
+                str(paths["model.npz"]),
+            ]
+        )
+        == 0
+    )
     model = fastkds.load(paths["model.npz"])
     assert np.array_equal(model.labels_, labels)
     # %.17g: the text embedding reads back to the same doubles
@@ -191,8 +209,12 @@ def test_embedding_codes_and_model(tmp_path, data):
 def test_embedding_as_npy(tmp_path, data):
     folder, Y, _ = data
     out = tmp_path / "embedding.npy"
-    assert main(["cluster", str(folder / "points.npy"), *FAST, "-q", "-o", str(tmp_path / "l.npy"),
-                 "--embedding", str(out)]) == 0
+    assert (
+        main(
+            ["cluster", str(folder / "points.npy"), *FAST, "-q", "-o", str(tmp_path / "l.npy"), "--embedding", str(out)]
+        )
+        == 0
+    )
     embedding = np.load(out)
     assert embedding.shape == (300, 2)
     assert np.allclose(np.linalg.norm(embedding, axis=1), 1.0)  # row-normalised
@@ -255,8 +277,20 @@ def test_progress_off_a_terminal_is_plain_lines(tmp_path, data, capsys):
     """stderr not a terminal (here, captured): one plain line per stage, no
     carriage return, and the number of epochs actually run."""
     folder, _, _ = data
-    assert main(["cluster", str(folder / "points.npy"), *FAST, "-o", str(tmp_path / "l.npy"),
-                 "--model", str(tmp_path / "m.npz")]) == 0
+    assert (
+        main(
+            [
+                "cluster",
+                str(folder / "points.npy"),
+                *FAST,
+                "-o",
+                str(tmp_path / "l.npy"),
+                "--model",
+                str(tmp_path / "m.npz"),
+            ]
+        )
+        == 0
+    )
     epochs = fastkds.load(tmp_path / "m.npz").kds_.n_iter_
     assert epochs < 30  # converged early
     out, err = capsys.readouterr()
@@ -269,8 +303,21 @@ def test_progress_off_a_terminal_is_plain_lines(tmp_path, data, capsys):
 
 def test_verbose_adds_a_line_per_epoch_and_timings(tmp_path, data, capsys):
     folder, _, _ = data
-    assert main(["cluster", str(folder / "points.npy"), *FAST, "-v", "-o", str(tmp_path / "l.npy"),
-                 "--model", str(tmp_path / "m.npz")]) == 0
+    assert (
+        main(
+            [
+                "cluster",
+                str(folder / "points.npy"),
+                *FAST,
+                "-v",
+                "-o",
+                str(tmp_path / "l.npy"),
+                "--model",
+                str(tmp_path / "m.npz"),
+            ]
+        )
+        == 0
+    )
     epochs = fastkds.load(tmp_path / "m.npz").kds_.n_iter_
     err = capsys.readouterr().err
     assert "\r" not in err
@@ -292,8 +339,20 @@ def test_progress_on_a_terminal_is_a_bar_ending_at_the_epochs_run(tmp_path, data
     folder, _, _ = data
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
-    assert main(["cluster", str(folder / "points.npy"), *FAST, "-o", str(tmp_path / "l.npy"),
-                 "--model", str(tmp_path / "m.npz")]) == 0
+    assert (
+        main(
+            [
+                "cluster",
+                str(folder / "points.npy"),
+                *FAST,
+                "-o",
+                str(tmp_path / "l.npy"),
+                "--model",
+                str(tmp_path / "m.npz"),
+            ]
+        )
+        == 0
+    )
     epochs = fastkds.load(tmp_path / "m.npz").kds_.n_iter_
     err = terminal.getvalue()
     assert "\r" in err

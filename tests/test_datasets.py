@@ -134,9 +134,7 @@ def test_make_circles_seed_reproducible():
     assert not np.array_equal(a[0], c[0])
 
 
-@pytest.mark.parametrize(
-    "delta, exc", [(-0.1, ValueError), (1.5, ValueError), (np.nan, ValueError), ("x", TypeError)]
-)
+@pytest.mark.parametrize("delta, exc", [(-0.1, ValueError), (1.5, ValueError), (np.nan, ValueError), ("x", TypeError)])
 def test_make_circles_delta_validation(delta, exc):
     with pytest.raises(exc, match="delta"):
         make_circles(10, delta)

@@ -52,11 +52,7 @@ def fit_and_check(Y, n_atoms, **params):
 
 def is_clear_value_error(exc):
     """A ValueError with a message, not numpy's LinAlgError leaking from inside."""
-    return (
-        isinstance(exc, ValueError)
-        and not isinstance(exc, np.linalg.LinAlgError)
-        and bool(str(exc).strip())
-    )
+    return isinstance(exc, ValueError) and not isinstance(exc, np.linalg.LinAlgError) and bool(str(exc).strip())
 
 
 # --------------------------------------------------------------------------
@@ -386,9 +382,7 @@ def test_non_contiguous_input_same_result(layout):
     labels_ref = KDSClustering(2, n_atoms=5, **FAST).fit(Y).labels_
     np.testing.assert_array_equal(KDSClustering(2, n_atoms=5, **FAST).fit(A).labels_, labels_ref)
     W = Y[:5]
-    np.testing.assert_array_equal(
-        sparse_encode(A, _layouts(W)[layout]).toarray(), sparse_encode(Y, W).toarray()
-    )
+    np.testing.assert_array_equal(sparse_encode(A, _layouts(W)[layout]).toarray(), sparse_encode(Y, W).toarray())
     np.testing.assert_array_equal(project_simplex(A), project_simplex(Y))
     np.testing.assert_array_equal(A, A0)
 

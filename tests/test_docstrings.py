@@ -17,8 +17,11 @@ from sklearn.base import BaseEstimator
 import fastkds
 
 PUBLIC = [name for name in fastkds.__all__ if not name.startswith("__")]
-ESTIMATORS = [name for name in PUBLIC if isinstance(getattr(fastkds, name), type)
-              and issubclass(getattr(fastkds, name), BaseEstimator)]
+ESTIMATORS = [
+    name
+    for name in PUBLIC
+    if isinstance(getattr(fastkds, name), type) and issubclass(getattr(fastkds, name), BaseEstimator)
+]
 
 
 @pytest.mark.parametrize("name", PUBLIC)
@@ -31,11 +34,14 @@ def _sections(doc):
     """numpydoc sections of ``doc``: title -> body (a title is a line over a
     line of dashes as long)."""
     lines = doc.splitlines()
-    heads = [i for i in range(len(lines) - 1)
-             if lines[i].strip() and re.fullmatch(r"-{3,}", lines[i + 1].strip())
-             and len(lines[i + 1].strip()) == len(lines[i].strip())]
-    return {lines[i].strip(): "\n".join(lines[i + 2: j])
-            for i, j in zip(heads, [*heads[1:], len(lines)])}
+    heads = [
+        i
+        for i in range(len(lines) - 1)
+        if lines[i].strip()
+        and re.fullmatch(r"-{3,}", lines[i + 1].strip())
+        and len(lines[i + 1].strip()) == len(lines[i].strip())
+    ]
+    return {lines[i].strip(): "\n".join(lines[i + 2 : j]) for i, j in zip(heads, [*heads[1:], len(lines)])}
 
 
 def _documented_names(section):
@@ -85,8 +91,19 @@ def test_section_parser_finds_a_missing_parameter():
 @pytest.mark.parametrize("name", ESTIMATORS)
 def test_public_methods_have_docstrings(name):
     cls = getattr(fastkds, name)
-    for method in ("fit", "transform", "predict", "fit_transform", "fit_predict", "partial_fit",
-                   "inverse_transform", "objective", "score", "get_feature_names_out", "save"):
+    for method in (
+        "fit",
+        "transform",
+        "predict",
+        "fit_transform",
+        "fit_predict",
+        "partial_fit",
+        "inverse_transform",
+        "objective",
+        "score",
+        "get_feature_names_out",
+        "save",
+    ):
         if hasattr(cls, method):
             assert inspect.getdoc(getattr(cls, method)), f"{name}.{method} has no docstring"
 
@@ -94,8 +111,11 @@ def test_public_methods_have_docstrings(name):
 def _public_modules():
     """The package and its public modules, less those of optional dependencies."""
     optional = {"fastkds.gpu"}  # numba-cuda
-    names = ["fastkds"] + [m.name for m in pkgutil.walk_packages(fastkds.__path__, "fastkds.")
-                           if not any(part.startswith("_") for part in m.name.split("."))]
+    names = ["fastkds"] + [
+        m.name
+        for m in pkgutil.walk_packages(fastkds.__path__, "fastkds.")
+        if not any(part.startswith("_") for part in m.name.split("."))
+    ]
     return [name for name in names if name not in optional]
 
 
@@ -113,8 +133,11 @@ DOCTESTS = _doctests()
 
 def test_the_estimators_examples_are_collected():
     names = {t.name for t in DOCTESTS}
-    assert {"fastkds.estimators.kds.KDS", "fastkds.estimators.clustering.KDSClustering",
-            "fastkds.estimators.ensemble.KDSEnsembleClustering"} <= names
+    assert {
+        "fastkds.estimators.kds.KDS",
+        "fastkds.estimators.clustering.KDSClustering",
+        "fastkds.estimators.ensemble.KDSEnsembleClustering",
+    } <= names
 
 
 @pytest.mark.parametrize("test", DOCTESTS, ids=[t.name for t in DOCTESTS])

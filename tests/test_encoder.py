@@ -150,8 +150,21 @@ def encode_rows(prep, B, yy, n_threads=2):
     slot_val = np.empty((n, m), dtype=B.dtype)
     obj = np.empty(n, dtype=B.dtype)
     _kernels.encode_codes(
-        np.ascontiguousarray(B), np.ascontiguousarray(yy), prep.G, prep.G_padded, prep.W, prep.ww,
-        prep.alpha, prep.lam, prep.beta, prep.ks, counts, slot_idx, slot_val, obj, n_threads,
+        np.ascontiguousarray(B),
+        np.ascontiguousarray(yy),
+        prep.G,
+        prep.G_padded,
+        prep.W,
+        prep.ww,
+        prep.alpha,
+        prep.lam,
+        prep.beta,
+        prep.ks,
+        counts,
+        slot_idx,
+        slot_val,
+        obj,
+        n_threads,
     )
     X = np.empty((n, m), dtype=B.dtype)
     _kernels.slots_to_dense(counts, slot_idx, slot_val, X)
@@ -209,7 +222,7 @@ def test_lockstep_code_independent_of_neighbours(d, m, dtype):
     assert X1.tobytes() == X[5:6].tobytes() and obj1.tobytes() == obj[5:6].tobytes()
     Xt, objt = encode_rows(prep, B, yy, n_threads=7)  # split into finer sort blocks
     assert Xt.tobytes() == X.tobytes() and objt.tobytes() == obj.tobytes()
-    X1, obj1 = encode_rows(prep, B[1000:1000 + 5000], yy[1000:1000 + 5000], n_threads=1)
+    X1, obj1 = encode_rows(prep, B[1000 : 1000 + 5000], yy[1000 : 1000 + 5000], n_threads=1)
     assert X1.tobytes() == X[1000:6000].tobytes() and obj1.tobytes() == obj[1000:6000].tobytes()
     sample = np.random.default_rng(1).choice(n, 300, replace=False)
     np.testing.assert_allclose(X[sample], _naive.encode(Y[sample], W.astype(dtype), 1.5, 25), rtol=0, atol=TOL[dtype])
@@ -414,7 +427,8 @@ def test_active_set_codes_are_optimal(d, m, lam, dtype):
     # few dimensions the objective is flat enough that the codes may differ)
     rtol = 1e-10 if dtype == np.float64 else 1e-4
     np.testing.assert_allclose(
-        _naive.objective(Y64, W64, C.toarray().astype(np.float64), lam), _naive.objective(Y64, W64, X64, lam),
+        _naive.objective(Y64, W64, C.toarray().astype(np.float64), lam),
+        _naive.objective(Y64, W64, X64, lam),
         rtol=rtol,
     )
     assert _naive.kkt_residual(Y64, W64, X64, lam).max() < 1e3 * eps

@@ -87,8 +87,9 @@ def test_embedding_matches_dense_svd(moons):
     # Z = X diag(s)^(-1/2) from a dense SVD (no m x m shortcut)
     Y, _ = moons
     k = 3
-    model = KDSEnsembleClustering(k, estimator=KDS(**MOONS_KDS), n_estimators=2, min_component=0.0,
-                                  random_state=2).fit(Y)
+    model = KDSEnsembleClustering(k, estimator=KDS(**MOONS_KDS), n_estimators=2, min_component=0.0, random_state=2).fit(
+        Y
+    )
     X = model._joint_codes(Y).toarray()
     s = X.sum(axis=0)
     Z = X[:, s > 0] / np.sqrt(s[s > 0])
@@ -224,8 +225,16 @@ def test_yaleb_faces_separated_by_five_dictionaries():
 
     Y, y = load_yaleb(DATA / "yaleb")
     Y = preprocess(Y, "unit_norm")
-    params = dict(n_atoms=64, lam=0.1, n_iter=50, solver="unrolled", max_epochs=1, batch_size=128,
-                  learning_rate=1e-4, init="random")
+    params = dict(
+        n_atoms=64,
+        lam=0.1,
+        n_iter=50,
+        solver="unrolled",
+        max_epochs=1,
+        batch_size=128,
+        learning_rate=1e-4,
+        init="random",
+    )
     single = []
     for seed in range(5):
         model = KDSEnsembleClustering(2, estimator=KDS(**params), n_estimators=5, random_state=seed).fit(Y)

@@ -310,8 +310,7 @@ def test_kds_same_result_for_any_n_jobs(chunk_size):
     Y, _ = make_moons(3000, random_state=1)
     results = []
     for n_jobs in (1, 2):
-        model = KDS(24, lam=5.0, n_iter=15, max_epochs=10, random_state=0,
-                    n_jobs=n_jobs, chunk_size=chunk_size).fit(Y)
+        model = KDS(24, lam=5.0, n_iter=15, max_epochs=10, random_state=0, n_jobs=n_jobs, chunk_size=chunk_size).fit(Y)
         codes = model.transform(Y)
         results.append((model.components_, codes.indptr, codes.indices, codes.data, model.objective(Y)))
     for a, b in zip(*results):
@@ -322,8 +321,9 @@ def test_clustering_same_result_for_any_n_jobs():
     Y, _ = make_moons(3000, random_state=1)
     results = []
     for n_jobs in (1, 2):
-        model = KDSClustering(2, n_atoms=24, lam=5.0, n_iter=15, max_epochs=10,
-                              random_state=0, n_jobs=n_jobs, chunk_size=500).fit(Y)
+        model = KDSClustering(
+            2, n_atoms=24, lam=5.0, n_iter=15, max_epochs=10, random_state=0, n_jobs=n_jobs, chunk_size=500
+        ).fit(Y)
         results.append((model.components_, model.labels_, model.embedding_, model.eigenvalues_))
     for a, b in zip(*results):
         assert np.array_equal(a, b)
@@ -572,8 +572,7 @@ def test_many_clusters_with_defaults(k):
     """k = 20 and 40 well-separated blobs: KDSClustering(k) with every other
     parameter at its default finds them (n_atoms="auto" gives 4 atoms a
     cluster; a fixed 16 atoms could not hold 20 modes)."""
-    Y, labels = make_blobs(60 * k, centers=k, n_features=10, cluster_std=0.5, center_box=(-40, 40),
-                           random_state=0)
+    Y, labels = make_blobs(60 * k, centers=k, n_features=10, cluster_std=0.5, center_box=(-40, 40), random_state=0)
     model = KDSClustering(k, random_state=0).fit(Y)
     assert model.kds_.n_atoms == max(4 * k, round(np.sqrt(60 * k)))
     assert model.n_clusters_ == k

@@ -242,12 +242,26 @@ def test_yaleb_and_salinas_use_the_papers_training():
     ens = exps["yaleb10"]
     assert ens.n_estimators == 10
     assert (ens.n_atoms, ens.n_iter, ens.lam, ens.max_epochs, ens.preprocess, ens.options, ens.seeds) == (
-        64, 50, 0.1, 15, "unit_norm", exps["yaleb"].options, exps["yaleb"].seeds)
+        64,
+        50,
+        0.1,
+        15,
+        "unit_norm",
+        exps["yaleb"].options,
+        exps["yaleb"].seeds,
+    )
     # the learning rate in the units of standardised bands: the Salinas-A row's settings otherwise
     scaled, paper_row = exps["salinas-lr"], exps["salinas"]
     assert scaled.options == dict(paper_row.options, learning_rate=2e-3)
-    assert (scaled.n_atoms, scaled.n_iter, scaled.lam, scaled.max_epochs, scaled.preprocess, scaled.seeds,
-            scaled.n_estimators) == (25, 100, 1.0, 50, "standardize", paper_row.seeds, 1)
+    assert (
+        scaled.n_atoms,
+        scaled.n_iter,
+        scaled.lam,
+        scaled.max_epochs,
+        scaled.preprocess,
+        scaled.seeds,
+        scaled.n_estimators,
+    ) == (25, 100, 1.0, 50, "standardize", paper_row.seeds, 1)
 
 
 @pytest.mark.skipif(not (DATA / "yaleb").is_dir(), reason="shared/data/yaleb not found beside the checkout")
@@ -262,8 +276,18 @@ def test_yaleb_faces_with_the_papers_preprocessing():
 
     Y, y = load_yaleb(DATA / "yaleb")
     Y = experiments.preprocess(Y, "unit_norm")
-    model = KDSClustering(2, n_atoms=64, lam=0.1, n_iter=50, solver="unrolled", max_epochs=1, batch_size=128,
-                          learning_rate=1e-4, init="random", random_state=0).fit(Y)
+    model = KDSClustering(
+        2,
+        n_atoms=64,
+        lam=0.1,
+        n_iter=50,
+        solver="unrolled",
+        max_epochs=1,
+        batch_size=128,
+        learning_rate=1e-4,
+        init="random",
+        random_state=0,
+    ).fit(Y)
     assert clustering_accuracy(y, model.labels_) >= 0.95
     assert clustering_accuracy(y, KMeans(2, n_init=10, random_state=0).fit_predict(Y)) <= 0.6
 
@@ -303,10 +327,11 @@ def test_label_chosen_rows_report_unseen_seeds():
 
 def test_first_seed_option():
     out = io.StringIO()
-    rows, _ = run(_args(["--quick", "--only", "moons", "--seeds", "2", "--first-seed", "7", "--no-baselines"]),
-                  out=out)
+    rows, _ = run(_args(["--quick", "--only", "moons", "--seeds", "2", "--first-seed", "7", "--no-baselines"]), out=out)
     assert rows[0].seeds == [7, 8]
     assert "moons seed 7:" in out.getvalue() and "moons seed 0:" not in out.getvalue()
-    assert re.search(r"\| noisy moons \| 300 \| 2 \| 2 \| 12 \| 15 \| 5 \| [0-9.]+ \| [0-9.]+ \| 7-8 \|", out.getvalue())
+    assert re.search(
+        r"\| noisy moons \| 300 \| 2 \| 2 \| 12 \| 15 \| 5 \| [0-9.]+ \| [0-9.]+ \| 7-8 \|", out.getvalue()
+    )
     with pytest.raises(ValueError, match="--first-seed"):
         run(_args(["--quick", "--first-seed", "-1"]), out=io.StringIO())

@@ -18,7 +18,10 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from fastkds import KDS, KDSClustering, KDSEnsembleClustering, clustering_accuracy, make_circles, make_moons
 from fastkds.exceptions import (
-    KDSConvergenceWarning, KDSWarning, OffCentreDataWarning, TooFewSamplesWarning,
+    KDSConvergenceWarning,
+    KDSWarning,
+    OffCentreDataWarning,
+    TooFewSamplesWarning,
 )
 from fastkds.spectral import BipartiteSpectrum
 
@@ -121,7 +124,9 @@ def _fitted_state(est):
 def test_dataframe_output_of_sparse_codes_is_a_clear_error(kds, moons, container):
     Y, _ = moons
     model = KDS(8, max_epochs=5, random_state=0).set_output(transform=container)
-    with pytest.raises(ValueError, match=f"{container.capitalize()} output does not support sparse data.*from_spmatrix"):
+    with pytest.raises(
+        ValueError, match=f"{container.capitalize()} output does not support sparse data.*from_spmatrix"
+    ):
         model.fit_transform(Y)
     assert _fitted_state(model) == {}  # refused before the fit
     fitted = copy.deepcopy(kds).set_output(transform=container)

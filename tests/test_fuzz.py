@@ -73,9 +73,7 @@ def finite_floats(dtype, max_abs, min_abs=0.0):
     magnitudes below it become exact zeros."""
     width = 64 if np.dtype(dtype) == np.float64 else 32
     max_abs = float(np.asarray(max_abs, dtype=dtype))  # exactly representable bound
-    floats = st.floats(
-        min_value=-max_abs, max_value=max_abs, allow_nan=False, allow_infinity=False, width=width
-    )
+    floats = st.floats(min_value=-max_abs, max_value=max_abs, allow_nan=False, allow_infinity=False, width=width)
     if min_abs > 0:
         floats = floats.map(lambda x: x if abs(x) >= min_abs else 0.0)
     return floats

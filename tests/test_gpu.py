@@ -67,9 +67,7 @@ def assert_same_structure(A, B):
 
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize(
-    "d,m,lam,T", [(2, 6, 1.0, 10), (3, 8, 0.1, 7), (2, 5, 0.0, 10), (3, 40, 0.5, 6)]
-)
+@pytest.mark.parametrize("d,m,lam,T", [(2, 6, 1.0, 10), (3, 8, 0.1, 7), (2, 5, 0.0, 10), (3, 40, 0.5, 6)])
 def test_encode_dense_matches_cpu_and_oracle(d, m, lam, T, dtype, kernel):
     """Both encoders; m = 40 gives the warp encoder 2 atoms per lane."""
     n = N_POINTS[kernel] if m <= 8 else 6

@@ -23,9 +23,7 @@ try:
 
     nvvm.NVVM()
 except Exception as exc:  # no toolkit here
-    pytest.skip(
-        f"NVVM not found ({type(exc).__name__}): no CUDA toolkit to compile with", allow_module_level=True
-    )
+    pytest.skip(f"NVVM not found ({type(exc).__name__}): no CUDA toolkit to compile with", allow_module_level=True)
 
 from fastkds import _cuda_kernels  # noqa: E402
 

@@ -14,10 +14,14 @@ def best_matching(a, b):
     classes, clusters = np.unique(a), np.unique(b)
     C = np.array([[np.sum((a == c) & (b == k)) for k in clusters] for c in classes])
     if clusters.size >= classes.size:
-        return max(sum(C[i, p[i]] for i in range(classes.size))
-                   for p in itertools.permutations(range(clusters.size), classes.size))
-    return max(sum(C[p[j], j] for j in range(clusters.size))
-               for p in itertools.permutations(range(classes.size), clusters.size))
+        return max(
+            sum(C[i, p[i]] for i in range(classes.size))
+            for p in itertools.permutations(range(clusters.size), classes.size)
+        )
+    return max(
+        sum(C[p[j], j] for j in range(clusters.size))
+        for p in itertools.permutations(range(classes.size), clusters.size)
+    )
 
 
 @pytest.mark.parametrize("seed", range(40))

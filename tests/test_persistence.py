@@ -42,8 +42,9 @@ def clustering(request, moons):
 
 @pytest.fixture(scope="module", params=DTYPES, ids=lambda t: t.__name__)
 def ensemble(request, moons):
-    return KDSEnsembleClustering(2, estimator=KDS(12, lam=5.0, n_iter=10, max_epochs=5), n_estimators=3,
-                                 random_state=0).fit(moons.astype(request.param))
+    return KDSEnsembleClustering(
+        2, estimator=KDS(12, lam=5.0, n_iter=10, max_epochs=5), n_estimators=3, random_state=0
+    ).fit(moons.astype(request.param))
 
 
 @pytest.fixture(scope="module")

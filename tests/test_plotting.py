@@ -25,20 +25,29 @@ IMAGES = RNG.random((12, 5 * 4))
 
 # name -> (call drawing on ax, what it leaves on that Axes)
 HELPERS = {
-    "plot_atoms_2d": (lambda ax: plotting.plot_atoms_2d(Y, LABELS, ATOMS, ax=ax, title="t"),
-                      {"collections": 2, "images": 0, "texts": 0}),
-    "plot_heatmap": (lambda ax: plotting.plot_heatmap([5, 10], [0.1, 0.2, 0.3], np.full((2, 3), 0.9), ax=ax),
-                     {"collections": 0, "images": 1, "texts": 6}),
-    "plot_atom_grid": (lambda ax: plotting.plot_atom_grid(IMAGES, (5, 4), ax=ax, n_cols=5),
-                       {"collections": 0, "images": 1, "texts": 0}),
-    "plot_embedding": (lambda ax: plotting.plot_embedding(EMBEDDING, LABELS * 2 + (Y[:, 1] > 0), ax=ax),
-                       {"collections": 4, "images": 0, "texts": 0}),
+    "plot_atoms_2d": (
+        lambda ax: plotting.plot_atoms_2d(Y, LABELS, ATOMS, ax=ax, title="t"),
+        {"collections": 2, "images": 0, "texts": 0},
+    ),
+    "plot_heatmap": (
+        lambda ax: plotting.plot_heatmap([5, 10], [0.1, 0.2, 0.3], np.full((2, 3), 0.9), ax=ax),
+        {"collections": 0, "images": 1, "texts": 6},
+    ),
+    "plot_atom_grid": (
+        lambda ax: plotting.plot_atom_grid(IMAGES, (5, 4), ax=ax, n_cols=5),
+        {"collections": 0, "images": 1, "texts": 0},
+    ),
+    "plot_embedding": (
+        lambda ax: plotting.plot_embedding(EMBEDDING, LABELS * 2 + (Y[:, 1] > 0), ax=ax),
+        {"collections": 4, "images": 0, "texts": 0},
+    ),
 }
 
 
 @pytest.fixture(autouse=True)
 def _no_show_and_no_leak(monkeypatch):
     """Fail on any plt.show() call; close the test's figures afterwards."""
+
     def show(*args, **kwargs):
         raise AssertionError("a plotting helper called plt.show()")
 
@@ -131,8 +140,7 @@ def test_input_checks():
 def test_paper_figures_keep_no_pyplot_figure(tmp_path):
     def row(name, Y, y, atoms):
         model = SimpleNamespace(components_=atoms, embedding_=np.c_[Y, Y[:, :1]])
-        return SimpleNamespace(exp=SimpleNamespace(name=name, n_atoms=len(atoms), title=name), model=model,
-                               data=(Y, y))
+        return SimpleNamespace(exp=SimpleNamespace(name=name, n_atoms=len(atoms), title=name), model=model, data=(Y, y))
 
     before = plt.get_fignums()
     images = RNG.random((60, 28 * 28))

@@ -22,8 +22,9 @@ def real_data():
 
 
 def test_quick_table_on_generated_rows(real_data, capsys, tmp_path):
-    rows = real_data.main(["--quick", "--only", "moons", "curves", "mnist5", "--timeout", "120",
-                           "--data", str(tmp_path)])
+    rows = real_data.main(
+        ["--quick", "--only", "moons", "curves", "mnist5", "--timeout", "120", "--data", str(tmp_path)]
+    )
     out = capsys.readouterr().out
     assert [r["title"] for r in rows] == ["MNIST-5", "noisy moons", "curves, d=100"]
     assert "missing" in rows[0] and "mnist" in rows[0]["missing"]

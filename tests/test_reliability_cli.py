@@ -31,7 +31,11 @@ def _run_python(code, cwd, env=None, timeout=240):
     full_env = dict(os.environ, PYTHONPATH=path, **(env or {}))
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=cwd, capture_output=True, text=True, env=full_env, timeout=timeout,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
     )
 
 
@@ -156,8 +160,11 @@ def test_device_cuda_without_a_gpu_is_one_line(tmp_path, points, monkeypatch, fi
         raise RuntimeError("numba.cuda reports no CUDA driver/GPU: no driver here")
 
     monkeypatch.setattr(gpu, "require_cuda", no_gpu)
-    argv = ["demo", "--n", "200", "--atoms", "8", "--epochs", "2", "--quiet"] if command == "demo" else [
-        "cluster", str(points), *CLUSTER_OPTS, "-o", str(tmp_path / "labels.npy")]
+    argv = (
+        ["demo", "--n", "200", "--atoms", "8", "--epochs", "2", "--quiet"]
+        if command == "demo"
+        else ["cluster", str(points), *CLUSTER_OPTS, "-o", str(tmp_path / "labels.npy")]
+    )
     message = _one_line_error([*argv, "--device", "cuda"])
     assert "--device cuda" in message and "no CUDA driver/GPU" in message
 

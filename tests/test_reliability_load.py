@@ -218,8 +218,23 @@ _JSON_VALUES = st.one_of(
     st.booleans(),
     st.integers(-3, 40),
     st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from(["auto", "paper", "centred", "apg", "active-set", "exact", "unrolled", "random",
-                     "k-means++", "lloyd", "MT19937", "", "x"]),
+    st.sampled_from(
+        [
+            "auto",
+            "paper",
+            "centred",
+            "apg",
+            "active-set",
+            "exact",
+            "unrolled",
+            "random",
+            "k-means++",
+            "lloyd",
+            "MT19937",
+            "",
+            "x",
+        ]
+    ),
     st.lists(st.sampled_from(["init", "n_atoms", "random_state", "estimator", "bogus"]), max_size=2),
     st.just({}),
 )
@@ -340,7 +355,9 @@ def _assert_well_formed(model, Y):
 @pytest.mark.parametrize("which", ["KDS", "KDSClustering", "KDSEnsembleClustering"])
 # no "explain" phase: its tracing makes a failure take minutes to report
 @settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture],
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
     phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink],
 )
 @given(data=st.data())

@@ -266,8 +266,9 @@ def test_failed_refit_on_other_features_keeps_the_fitted_model(kind, Y, Y4):
     assert model.n_features_in_ == 3
     with pytest.raises(ValueError, match="features"):
         model.transform(Y4)
-    np.testing.assert_array_equal(np.asarray(sp.csr_array(model.transform(Y)).todense()),
-                                  np.asarray(sp.csr_array(expected).todense()))
+    np.testing.assert_array_equal(
+        np.asarray(sp.csr_array(model.transform(Y)).todense()), np.asarray(sp.csr_array(expected).todense())
+    )
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -413,8 +414,9 @@ def test_numpy_integer_n_jobs_is_accepted_everywhere(Y):
     codes = sparse_encode(Y, plain.components_, n_jobs=np.int32(1))
     assert codes.shape == (200, 8)
     project_simplex(Y, n_jobs=np.int64(1))
-    model = KDSEnsembleClustering(2, estimator=KDS(8, **FAST), n_estimators=2, random_state=0,
-                                  n_jobs=np.int64(1)).fit(Y)
+    model = KDSEnsembleClustering(2, estimator=KDS(8, **FAST), n_estimators=2, random_state=0, n_jobs=np.int64(1)).fit(
+        Y
+    )
     assert model.labels_.shape == (200,)
 
 

@@ -49,14 +49,18 @@ def test_gradient_matches_central_differences(problem, theta):
     for idx in np.ndindex(W.shape):
         E = np.zeros_like(W)
         E[idx] = h
-        fd[idx] = (loss_and_gradient(Y, W + E, lam, T, theta)[0] - loss_and_gradient(Y, W - E, lam, T, theta)[0]) / (2 * h)
+        fd[idx] = (loss_and_gradient(Y, W + E, lam, T, theta)[0] - loss_and_gradient(Y, W - E, lam, T, theta)[0]) / (
+            2 * h
+        )
     if theta is None:
         assert _rel(gW, fd) < 1e-6
     else:
         # theta is O(1) and the loss barely depends on it: a larger h keeps
         # the rounding of the difference (~1e-16 / h) below the tolerance
         ht = 1e-4
-        fdt = (loss_and_gradient(Y, W, lam, T, theta + ht)[0] - loss_and_gradient(Y, W, lam, T, theta - ht)[0]) / (2 * ht)
+        fdt = (loss_and_gradient(Y, W, lam, T, theta + ht)[0] - loss_and_gradient(Y, W, lam, T, theta - ht)[0]) / (
+            2 * ht
+        )
         assert _rel(np.r_[gW.ravel(), gt], np.r_[fd.ravel(), fdt]) < 1e-6
         assert abs(gt - fdt) <= 1e-4 * abs(fdt)
 
@@ -151,8 +155,17 @@ def test_trainable_step_is_bounded():
 
 
 def _moons_model(**kw):
-    params = dict(n_atoms=24, lam=5.0, n_iter=15, solver="unrolled", max_epochs=150, batch_size=2000,
-                  learning_rate=1e-2, init="random", random_state=0)
+    params = dict(
+        n_atoms=24,
+        lam=5.0,
+        n_iter=15,
+        solver="unrolled",
+        max_epochs=150,
+        batch_size=2000,
+        learning_rate=1e-2,
+        init="random",
+        random_state=0,
+    )
     params.update(kw)
     return KDS(**params)
 
@@ -208,8 +221,9 @@ def test_frozen_step_training_follows_the_fixed_step_gradient():
     Y, _ = make_moons(200, random_state=7)
     W0 = Y[:8].copy()
     step0 = 1.0 / np.linalg.norm(W0, 2) ** 2
-    model = _moons_model(n_atoms=8, init=W0, freeze_step=True, max_epochs=1, batch_size=200, shuffle=False,
-                         learning_rate=1e-3).fit(Y)
+    model = _moons_model(
+        n_atoms=8, init=W0, freeze_step=True, max_epochs=1, batch_size=200, shuffle=False, learning_rate=1e-3
+    ).fit(Y)
     f, g, _ = loss_and_gradient_fixed_step(Y, W0, 5.0, 15, step0)
     assert model.objective_[0] == pytest.approx(f, rel=1e-12)
     # Adam's first step moves each coordinate by the learning rate times the sign of its gradient

@@ -21,7 +21,6 @@ def test_warmup_rejects_other_dtypes(dtype):
         fastkds.warmup(dtypes=(dtype,))
 
 
-
 def test_after_warmup_a_workload_compiles_nothing():
     # warmup() promises every CPU kernel: after it, fits, encodings and
     # clusterings of both solvers, both encoders, few and many features and
@@ -172,6 +171,9 @@ print(json.dumps(out))
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900, check=False)
     assert res.returncode == 0, res.stdout + res.stderr
     compiled = json.loads(res.stdout.strip().splitlines()[-1])
-    missing = {key: sorted(set(want) - set(compiled[key]))
-               for key, want in ENTRY_POINTS.items() if not set(want) <= set(compiled[key])}
+    missing = {
+        key: sorted(set(want) - set(compiled[key]))
+        for key, want in ENTRY_POINTS.items()
+        if not set(want) <= set(compiled[key])
+    }
     assert not missing, f"warmup() leaves these kernels without a signature for: {missing}"

@@ -148,7 +148,11 @@ def _check_kmeans(kmeans, state, prefix, n_clusters, columns):
         f"{prefix}n_clusters={kmeans.n_clusters!r} differs from n_clusters_={n_clusters}",
     )
     check_array(
-        state["cluster_centers_"], f"{prefix}cluster_centers_", FLOAT64, (n_clusters, columns), finite=True,
+        state["cluster_centers_"],
+        f"{prefix}cluster_centers_",
+        FLOAT64,
+        (n_clusters, columns),
+        finite=True,
         meaning=" = (n_clusters_, columns of the embedding)",
     )
     require(

@@ -32,7 +32,8 @@ from .kds import KDS, check_fit_params, fit_attributes, fitted_encoder, read_fit
 
 @persistence.register
 class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, TransformerMixin, BaseEstimator):
-    __doc__ = """Spectral clustering on the K-Deep Simplex code graph, linear in n.
+    __doc__ = (
+        """Spectral clustering on the K-Deep Simplex code graph, linear in n.
 
     Fits :class:`KDS`, then embeds the points through the bipartite
     point-atom graph of their codes (an m x m eigenproblem; docs/algorithm.md),
@@ -57,7 +58,9 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         asks for more), never more than the points
         (``fastkds._validation.auto_n_atoms``); ``kds_.n_atoms`` holds the
         number used.
-    """ + KDS_PARAMS_DOC + """
+    """
+        + KDS_PARAMS_DOC
+        + """
     min_component : float, default=0.01
         Connected components of the code graph holding less than this
         fraction of the points are outliers (typically a stray point that
@@ -133,6 +136,7 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
     >>> KDSClustering(random_state=0).fit(Y).n_clusters_   # n_clusters="auto"
     2
     """
+    )
 
     def __init__(
         self,

@@ -208,8 +208,7 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         """
         if _dask.is_dask_array(X):
             raise TypeError(
-                "KDSEnsembleClustering does not take Dask arrays; fit KDSClustering on them, "
-                "or compute the array first"
+                "KDSEnsembleClustering does not take Dask arrays; fit KDSClustering on them, or compute the array first"
             )
         spectral_params, n_estimators, n_jobs = self._validated_params()
         Y, fitted = check_fit_input(self, X)

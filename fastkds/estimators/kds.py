@@ -47,7 +47,8 @@ from ._base import (
 class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     # assigned, not a bare string: a concatenation is no docstring, and
     # help() would show nothing
-    __doc__ = """K-Deep Simplex: a dictionary of landmark atoms and sparse simplex codes.
+    __doc__ = (
+        """K-Deep Simplex: a dictionary of landmark atoms and sparse simplex codes.
 
     Learns ``n_atoms`` atoms W (m x d) and codes every point as a convex
     combination of nearby atoms by minimising::
@@ -64,7 +65,9 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     n_atoms : int, default=16
         Number of atoms m. A fit on fewer points learns one atom per point
         and says so with a :class:`fastkds.exceptions.TooFewSamplesWarning`.
-    """ + KDS_PARAMS_DOC + """
+    """
+        + KDS_PARAMS_DOC
+        + """
     Attributes
     ----------
     components_ : ndarray of shape (n_atoms, n_features)
@@ -129,6 +132,7 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     >>> kds.get_feature_names_out()[:3]
     array(['kds0', 'kds1', 'kds2'], dtype=object)
     """
+    )
 
     def __init__(
         self,
@@ -277,8 +281,14 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
                 # a frozen step stays the fitted model's, not the current W's
                 fixed = (step_size(W) if first else self.step_) if p["freeze_step"] else None
                 state["trainer"] = UnrolledTrainer(
-                    W, lam=p["lam"], n_iter=p["n_iter"], train_step=p["train_step"],
-                    learning_rate=p["learning_rate"], clip_norm=p["clip_norm"], theta=theta, fixed_step=fixed,
+                    W,
+                    lam=p["lam"],
+                    n_iter=p["n_iter"],
+                    train_step=p["train_step"],
+                    learning_rate=p["learning_rate"],
+                    clip_norm=p["clip_norm"],
+                    theta=theta,
+                    fixed_step=fixed,
                 )
             else:
                 # a fitted model continues with its own atoms, whatever n_atoms says now
@@ -293,9 +303,15 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             else:
                 backend = get_backend(self.device, p["encoder"])
                 W, F, _ = online_step(
-                    Y, state["W"], state["running"], lam=p["lam"], n_iter=p["n_iter"], step=p["step"],
+                    Y,
+                    state["W"],
+                    state["running"],
+                    lam=p["lam"],
+                    n_iter=p["n_iter"],
+                    step=p["step"],
                     encoder=p["encoder"],
-                    chunk_size=chunk_rows(backend, p["chunk_size"], Y.shape[1], state["W"].shape[0]), backend=backend,
+                    chunk_size=chunk_rows(backend, p["chunk_size"], Y.shape[1], state["W"].shape[0]),
+                    backend=backend,
                     random_state=state["rng"],
                 )
                 state["W"] = W
@@ -538,7 +554,11 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         """
         d = check_positive_int(self.n_features_in_, f"{prefix}n_features_in_")
         persistence.check_array(
-            self.components_, f"{prefix}components_", persistence.FLOATS, (None, d), finite=True,
+            self.components_,
+            f"{prefix}components_",
+            persistence.FLOATS,
+            (None, d),
+            finite=True,
             meaning=f" = (atoms, {prefix}n_features_in_)",
         )
         persistence.require(len(self.components_) > 0, f"{prefix}components_ holds no atom")
@@ -586,6 +606,7 @@ def check_fit_params(est, n_atoms, n_features):
     check_choice(est.device, "device", DEVICES)
     check_random_state(est.random_state)
 
+
 # -- what the clusterers and the Dask path call -------------------------------
 
 
@@ -610,8 +631,14 @@ def fitted_encoder(kds):
     # the unrolled solver's trained or frozen step is kept, not the rule's 1/sigma_max^2
     learned = p["solver"] == "unrolled" and (p["train_step"] or p["freeze_step"])
     return FittedEncoder(
-        kds.components_, lam=p["lam"], n_iter=p["n_iter"], step=p["step"], encoder=p["encoder"],
-        chunk_size=p["chunk_size"], n_jobs=p["n_jobs"], device=kds.device,
+        kds.components_,
+        lam=p["lam"],
+        n_iter=p["n_iter"],
+        step=p["step"],
+        encoder=p["encoder"],
+        chunk_size=p["chunk_size"],
+        n_jobs=p["n_jobs"],
+        device=kds.device,
         fixed_step=float(kds.step_) if learned else None,
     )
 
@@ -673,9 +700,18 @@ def _fit_unrolled(kds, Y, p, rng):
     try:
         with numba_threads(p["n_jobs"]):
             trainer, history = fit_unrolled(
-                Y, W, lam=p["lam"], n_iter=p["n_iter"], max_epochs=p["max_epochs"],
-                batch_size=p["batch_size"], learning_rate=p["learning_rate"], clip_norm=p["clip_norm"],
-                shuffle=p["shuffle"], train_step=p["train_step"], random_state=rng, progress=progress,
+                Y,
+                W,
+                lam=p["lam"],
+                n_iter=p["n_iter"],
+                max_epochs=p["max_epochs"],
+                batch_size=p["batch_size"],
+                learning_rate=p["learning_rate"],
+                clip_norm=p["clip_norm"],
+                shuffle=p["shuffle"],
+                train_step=p["train_step"],
+                random_state=rng,
+                progress=progress,
                 freeze_step=p["freeze_step"],
             )
     finally:
