@@ -341,6 +341,57 @@ def _sort_by_nearest_atom(B, ww, lo, hi, near, starts, pts):
         starts[near[p]] += 1
 
 
+#: Rows per BLAS call in :func:`blas_products`: a fixed count, not one share
+#: per thread, so that each product (and so each code) is the same whatever
+#: the number of threads.
+GEMM_ROWS = 256
+
+
+@njit(parallel=True, cache=True)
+def blas_products(Y, Wt, B, yy):
+    """``B = Y Wt`` and ``yy`` = squared row norms of ``Y``, for many features.
+
+    One BLAS product per block of :data:`GEMM_ROWS` rows, the blocks spread
+    over Numba's threads: BLAS's own threads are held to one while the
+    kernels run (:func:`fastkds._config.numba_threads`), since they would
+    spin on the cores the encoder needs next. ``Wt`` is the transposed
+    dictionary (a view). Returns ``(max |B|, max yy)`` as float64, or ``inf``
+    for the first when some product or norm is not finite, as
+    :func:`point_products` does.
+    """
+    n, d = Y.shape
+    m = Wt.shape[1]
+    n_blocks = (n + GEMM_ROWS - 1) // GEMM_ROWS
+    b_max = np.empty(n_blocks)
+    y_max = np.empty(n_blocks)
+    for blk in prange(n_blocks):
+        lo = blk * GEMM_ROWS
+        hi = min(lo + GEMM_ROWS, n)
+        np.dot(Y[lo:hi], Wt, B[lo:hi])
+        bm = 0.0
+        ym = 0.0
+        for i in range(lo, hi):
+            s = Y[i, 0] * Y[i, 0]
+            for c in range(1, d):
+                s += Y[i, c] * Y[i, c]
+            yy[i] = s
+            sv = np.float64(s)
+            if not sv <= ym:  # also NaN
+                ym = sv if sv > ym else np.inf
+            for j in range(m):
+                av = abs(np.float64(B[i, j]))
+                if not av <= bm:
+                    bm = av if av > bm else np.inf
+        b_max[blk] = bm if ym < np.inf else np.inf
+        y_max[blk] = ym
+    bm = 0.0
+    ym = 0.0
+    for blk in range(n_blocks):
+        bm = max(bm, b_max[blk])
+        ym = max(ym, y_max[blk])
+    return bm, ym
+
+
 @njit(cache=True, nogil=True)
 def _v_d2(ac, z, r, w0, w1, j, l):
     """Entry (j, l) of ``v = ac + z - alpha (z W) W^T`` with two features,

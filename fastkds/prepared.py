@@ -191,19 +191,20 @@ class PreparedDictionary:
         W64 = np.asarray(W, dtype=np.float64)
         if not np.all(np.isfinite(W64)):
             raise ValueError("the dictionary contains NaN or infinite values")
-        with np.errstate(over="ignore", under="ignore"):
-            G64 = W64 @ W64.T
-            G = G64.astype(self.dtype)
         # The kernels work with squared norms: outside the dtype's range they
-        # overflow to inf or underflow to 0 and the iterate turns to NaN.
-        if not np.all(np.isfinite(G)):
+        # overflow to inf or underflow to 0 and the iterate turns to NaN. The
+        # largest entry of W W^T is the largest squared norm (Cauchy-Schwarz).
+        with np.errstate(over="ignore", under="ignore"):
+            sq_norms = np.einsum("ij,ij->i", W64, W64)
+            largest = sq_norms.max() if sq_norms.size else 0.0
+            overflows = not np.isfinite(self.dtype.type(largest))
+        if overflows:
             raise ValueError(
                 f"the squared norms of the atoms overflow {self.dtype.name} "
                 f"(largest |entry| {np.abs(W64).max():.3g}): rescale the data"
                 + (" or use float64" if self.dtype == np.float32 else "")
             )
-        top = float(np.linalg.eigvalsh(G64)[-1]) if W64.size else 0.0
-        if top == 0.0 and np.any(W64 != 0):
+        if largest == 0.0 and np.any(W64 != 0):
             raise ValueError(
                 f"the squared norms of the atoms underflow (largest |entry| {np.abs(W64).max():.3g}): rescale the data"
             )
@@ -214,14 +215,19 @@ class PreparedDictionary:
         if step == "centred":
             mu = W64.mean(axis=0)
             W64 = W64 - mu
-            G64 = W64 @ W64.T
-            G = G64.astype(self.dtype)
             self.shift = mu.astype(self.dtype)
+        G64 = W64 @ W64.T
+        G = G64.astype(self.dtype)
+        top = float(np.linalg.eigvalsh(G64)[-1]) if W64.size else 0.0
+        if step == "centred":
             # sigma_max(W - mean atom)^2, held above sqrt(eps) of the uncentred
             # value: atoms that coincide to rounding (every code optimal) get a
-            # finite step
-            floor = float(np.sqrt(np.finfo(self.dtype).eps)) * top
-            top = max(float(np.linalg.eigvalsh(G64)[-1]), floor) if W64.size else top
+            # finite step. The uncentred value is at most the sum of the squared
+            # norms, so it is needed only below sqrt(eps) of that sum.
+            floor_scale = float(np.sqrt(np.finfo(self.dtype).eps))
+            if top < floor_scale * sq_norms.sum():
+                Wu = np.asarray(W, dtype=np.float64)
+                top = max(top, floor_scale * float(np.linalg.eigvalsh(Wu @ Wu.T)[-1]))
         # A zero dictionary has no gradient from the fit term; any step works.
         self.alpha_value = 1.0 / top if top > 0 else 1.0
         self.alpha = self.dtype.type(self.alpha_value)
@@ -263,14 +269,8 @@ class PreparedDictionary:
             Y = np.subtract(Y, self.shift, out=Yc)
         if Y.shape[1] <= _kernels.SMALL_D:
             b_max, y_max = _kernels.point_products(Y, self.W, B, yy)
-        else:
-            with np.errstate(over="ignore"):
-                np.dot(Y, self.W.T, out=B)  # one BLAS call per chunk: the O(m d) part
-                np.einsum("ij,ij->i", Y, Y, out=yy)
-            b_max = float(np.abs(B).max()) if n else 0.0  # NaN or inf if any product is
-            y_max = float(yy.max()) if n else 0.0
-            if not np.isfinite(y_max):
-                b_max = np.inf
+        else:  # the O(m d) part: BLAS, on a block of rows per thread
+            b_max, y_max = _kernels.blas_products(Y, self.W.T, B, yy)
         if not np.isfinite(b_max):
             raise ValueError(
                 f"the squared norms of the data overflow {self.dtype.name}: rescale the data"

@@ -32,6 +32,7 @@ def warmup(dtypes=(np.float64, np.float32)):
     seconds : float
         Time spent (compilation, or loading from Numba's cache).
     """
+    from . import _kernels
     from .encoding import project_simplex, sparse_encode
     from .prepared import PreparedDictionary, csr_from_dense
     from .estimators import KDS, KDSClustering
@@ -45,7 +46,8 @@ def warmup(dtypes=(np.float64, np.float32)):
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)
     Y = rng.normal(size=(64, 2))
-    Y8 = rng.normal(size=(64, 8))  # past the lockstep encoder's few features
+    # past the lockstep encoder's few features, and past SMALL_D (BLAS products)
+    Y8 = rng.normal(size=(64, _kernels.SMALL_D + 1))
     for dtype in dtypes:
         dtype = np.dtype(dtype)
         if dtype not in (np.float64, np.float32):

@@ -499,3 +499,36 @@ def test_encoder_validated():
         fastkds.sparse_encode(Y, W, encoder="exact")
     with pytest.raises(ValueError, match="encoder must be one of"):
         fastkds.KDS(4, encoder=None).fit(Y)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kernel", ["point_products", "blas_products"])
+def test_products_match_numpy_and_not_the_thread_count(dtype, kernel):
+    """Y W^T and the squared norms the encoder starts from, against NumPy;
+    the same bits on one thread and on two (blocks of rows are fixed, not
+    one per thread), and the largest |product| and norm for the overflow
+    check, inf when some entry is not finite."""
+    from fastkds import _kernels
+    from fastkds._config import numba_threads
+
+    rng = np.random.default_rng(0)
+    d = 5 if kernel == "point_products" else 40
+    Y = rng.normal(size=(700, d)).astype(dtype)  # past one block of rows
+    W = rng.normal(size=(30, d)).astype(dtype)
+    run = getattr(_kernels, kernel)
+    Wk = W if kernel == "point_products" else W.T
+    out = {}
+    for threads in (1, 2):
+        B = np.empty((700, 30), dtype)
+        yy = np.empty(700, dtype)
+        with numba_threads(threads):
+            maxima = run(Y, Wk, B, yy)
+        out[threads] = B, yy, maxima
+    B, yy, (b_max, y_max) = out[1]
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(B, Y.astype(np.float64) @ W.T.astype(np.float64), rtol=rtol, atol=rtol * d)
+    np.testing.assert_allclose(yy, (Y.astype(np.float64) ** 2).sum(axis=1), rtol=rtol)
+    assert b_max == pytest.approx(np.abs(B).max(), rel=rtol) and y_max == pytest.approx(yy.max(), rel=rtol)
+    assert np.array_equal(out[2][0], B) and np.array_equal(out[2][1], yy) and out[2][2] == out[1][2]
+    Y[300, 1] = np.nan
+    assert run(Y, Wk, np.empty((700, 30), dtype), np.empty(700, dtype))[0] == np.inf
