@@ -244,6 +244,37 @@ def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, ins, ca
 SMALL_D = 16
 
 
+@njit(cache=True, nogil=True)
+def _row_sq_norm(Y, i):
+    s = Y[i, 0] * Y[i, 0]
+    for c in range(1, Y.shape[1]):
+        s += Y[i, c] * Y[i, c]
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _checked_max(current, value):
+    """``max(current, |value|)`` in float64 for the overflow checks, with NaN
+    taken as inf, so that a NaN anywhere makes the maximum not finite."""
+    v = abs(np.float64(value))
+    if v <= current:
+        return current
+    return v if v > current else np.inf
+
+
+@njit(cache=True, nogil=True)
+def _largest(b_max, y_max):
+    """The largest of the per-block maxima of :func:`point_products` and
+    :func:`blas_products`; a block with a non-finite norm counts as an
+    overflow of the products too."""
+    bm = 0.0
+    ym = 0.0
+    for blk in range(b_max.shape[0]):
+        bm = max(bm, b_max[blk] if y_max[blk] < np.inf else np.inf)
+        ym = max(ym, y_max[blk])
+    return bm, ym
+
+
 @njit(parallel=True, cache=True)
 def point_products(Y, W, B, yy):
     """``B = Y W^T`` and ``yy`` = squared row norms of ``Y``.
@@ -263,29 +294,18 @@ def point_products(Y, W, B, yy):
         bm = 0.0
         ym = 0.0
         for i in range(lo, hi):
-            s = Y[i, 0] * Y[i, 0]
-            for c in range(1, d):
-                s += Y[i, c] * Y[i, c]
+            s = _row_sq_norm(Y, i)
             yy[i] = s
-            sv = np.float64(s)
-            if not sv <= ym:  # also NaN
-                ym = sv if sv > ym else np.inf
+            ym = _checked_max(ym, s)
             for j in range(m):
                 a = Y[i, 0] * W[j, 0]
                 for c in range(1, d):
                     a += Y[i, c] * W[j, c]
                 B[i, j] = a
-                av = abs(np.float64(a))
-                if not av <= bm:
-                    bm = av if av > bm else np.inf
-        b_max[blk] = bm if ym < np.inf else np.inf
+                bm = _checked_max(bm, a)
+        b_max[blk] = bm
         y_max[blk] = ym
-    bm = 0.0
-    ym = 0.0
-    for blk in range(n_blocks):
-        bm = max(bm, b_max[blk])
-        ym = max(ym, y_max[blk])
-    return bm, ym
+    return _largest(b_max, y_max)
 
 
 # --------------------------------------------------------------------------
@@ -359,7 +379,7 @@ def blas_products(Y, Wt, B, yy):
     for the first when some product or norm is not finite, as
     :func:`point_products` does.
     """
-    n, d = Y.shape
+    n = Y.shape[0]
     m = Wt.shape[1]
     n_blocks = (n + GEMM_ROWS - 1) // GEMM_ROWS
     b_max = np.empty(n_blocks)
@@ -371,25 +391,14 @@ def blas_products(Y, Wt, B, yy):
         bm = 0.0
         ym = 0.0
         for i in range(lo, hi):
-            s = Y[i, 0] * Y[i, 0]
-            for c in range(1, d):
-                s += Y[i, c] * Y[i, c]
+            s = _row_sq_norm(Y, i)
             yy[i] = s
-            sv = np.float64(s)
-            if not sv <= ym:  # also NaN
-                ym = sv if sv > ym else np.inf
+            ym = _checked_max(ym, s)
             for j in range(m):
-                av = abs(np.float64(B[i, j]))
-                if not av <= bm:
-                    bm = av if av > bm else np.inf
-        b_max[blk] = bm if ym < np.inf else np.inf
+                bm = _checked_max(bm, B[i, j])
+        b_max[blk] = bm
         y_max[blk] = ym
-    bm = 0.0
-    ym = 0.0
-    for blk in range(n_blocks):
-        bm = max(bm, b_max[blk])
-        ym = max(ym, y_max[blk])
-    return bm, ym
+    return _largest(b_max, y_max)
 
 
 @njit(cache=True, nogil=True)
