@@ -25,7 +25,8 @@ import warnings
 import numpy as np
 
 from fastkds import KDS, KDSClustering, clustering_accuracy, datasets, sparse_encode
-from fastkds.experiments import PAPER_SETTINGS, find_data_dir
+from fastkds.datasets import find_data_dir
+from fastkds.experiments import PAPER_SETTINGS
 
 MNIST5, MOONS = PAPER_SETTINGS["mnist5"], PAPER_SETTINGS["moons"]
 

@@ -36,7 +36,8 @@ from sklearn.cluster import KMeans, kmeans_plusplus
 
 from fastkds import clustering_accuracy
 from fastkds.encoding import sparse_encode
-from fastkds.experiments import DATA_SETS, find_data_dir, load_data_set
+from fastkds.datasets import find_data_dir
+from fastkds.experiments import DATA_SETS, load_data_set
 from fastkds.spectral import normalize_rows
 
 

@@ -15,7 +15,8 @@ import time
 import warnings
 
 from fastkds import KDSClustering, clustering_accuracy, load_mnist
-from fastkds.experiments import PAPER_SETTINGS, find_data_dir
+from fastkds.datasets import find_data_dir
+from fastkds.experiments import PAPER_SETTINGS
 
 PAPER = PAPER_SETTINGS["mnist5"]
 
@@ -25,7 +26,7 @@ def main():
     ap.add_argument(
         "--data",
         default=None,
-        help="the mnist/ folder (default: mnist/ in the data folder of fastkds.experiments.find_data_dir)",
+        help="the mnist/ folder (default: mnist/ in the data folder of fastkds.datasets.find_data_dir)",
     )
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--max-epochs", type=int, default=100)

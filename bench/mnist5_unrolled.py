@@ -26,7 +26,8 @@ import warnings
 import numpy as np
 
 from fastkds import KDS, KDSClustering, clustering_accuracy, load_mnist
-from fastkds.experiments import PAPER_SETTINGS, find_data_dir
+from fastkds.datasets import find_data_dir
+from fastkds.experiments import PAPER_SETTINGS
 from fastkds.metrics import matched_confusion
 
 PAPER = PAPER_SETTINGS["mnist5"]
@@ -37,7 +38,7 @@ def main():
     ap.add_argument(
         "--data",
         default=None,
-        help="the mnist/ folder (default: mnist/ in the data folder of fastkds.experiments.find_data_dir)",
+        help="the mnist/ folder (default: mnist/ in the data folder of fastkds.datasets.find_data_dir)",
     )
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--epochs", type=int, default=PAPER.max_epochs)

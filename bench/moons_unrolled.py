@@ -27,7 +27,7 @@ import numpy as np
 
 from fastkds import KDSClustering, clustering_accuracy, make_moons
 from fastkds.experiments import PAPER_SETTINGS
-from fastkds.experiments import moons_bayes_labels as bayes_labels  # the generating model's classifier
+from fastkds.datasets import moons_bayes_labels as bayes_labels  # the generating model's classifier
 from fastkds.unrolled import STEP_BOUND, loss_and_gradient
 
 PAPER = PAPER_SETTINGS["moons"]

@@ -17,7 +17,7 @@ which is not the paper's: its code scales the cube globally to [0, 1], and
 P2 was chosen here as the best of the three by accuracy on seeds 0-9
 (docs/experiments.md, "Settings chosen on the labels"). ``--prep`` is one
 of the paper's three preprocessings (P1 minmax, P2 standardize, P3
-unit_norm; see :func:`fastkds.experiments.preprocess`) or ``none`` (Yale B:
+unit_norm; see :func:`fastkds.datasets.preprocess`) or ``none`` (Yale B:
 pixels in [0, 1]; Salinas-A: raw radiance over its largest value).
 
 ``--init k-means++`` seeds the atoms by k-means++ instead; ``--exact``
@@ -54,7 +54,8 @@ import numpy as np
 from fastkds import KDS, KDSClustering, clustering_accuracy, datasets
 from fastkds import KDSEnsembleClustering
 from fastkds.metrics import matched_confusion
-from fastkds.experiments import PAPER_SETTINGS, experiments, find_data_dir, preprocess
+from fastkds.datasets import find_data_dir, preprocess
+from fastkds.experiments import PAPER_SETTINGS, experiments
 
 
 def _settings(name):

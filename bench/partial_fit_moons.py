@@ -20,7 +20,7 @@ import numpy as np
 
 from fastkds import KDS, KDSClustering, clustering_accuracy, make_moons
 from fastkds.experiments import PAPER_SETTINGS
-from fastkds.experiments import moons_bayes_labels as bayes_labels  # the generating model's classifier
+from fastkds.datasets import moons_bayes_labels as bayes_labels  # the generating model's classifier
 
 PAPER = PAPER_SETTINGS["moons"]  # its m and lam (the demo's too)
 

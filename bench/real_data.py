@@ -47,7 +47,8 @@ import warnings
 import numpy as np
 
 from fastkds import KDSClustering, clustering_accuracy, datasets
-from fastkds.experiments import DATA_SETS, find_data_dir, load_data_set
+from fastkds.datasets import find_data_dir
+from fastkds.experiments import DATA_SETS, load_data_set
 
 #: (name, title, loader): a loader takes (data_dir, seed) and returns (Y, labels).
 ROWS = [(name, title, functools.partial(load_data_set, name)) for name, title in DATA_SETS]

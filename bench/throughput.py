@@ -4,7 +4,7 @@
 
 moons: d=2, m=24, T=15, lam=5 (the paper's settings,
 ``fastkds.experiments.PAPER_SETTINGS``); mnist: MNIST-5 from the data folder
-(``--data``, else ``fastkds.experiments.find_data_dir``), m=500, T=100,
+(``--data``, else ``fastkds.datasets.find_data_dir``), m=500, T=100,
 lam=0.5. Prints points/s for fastkds
 (float64, float32) and for the oracle in the same dtype, and their ratio.
 Both are timed the same way, the best of ``--repeat`` calls; compilation
@@ -18,7 +18,8 @@ import time
 import numpy as np
 
 from fastkds import _naive, load_mnist, make_moons, sparse_encode
-from fastkds.experiments import PAPER_SETTINGS, find_data_dir
+from fastkds.datasets import find_data_dir
+from fastkds.experiments import PAPER_SETTINGS
 
 
 def best_of(fn, repeat):
@@ -48,7 +49,7 @@ def main():
         choices=["paper", "centred"],
         help="the encoder's step (default the paper's, as the README's figures; fastkds's default is centred)",
     )
-    ap.add_argument("--data", default=None, help="folder holding mnist/ (default: fastkds.experiments.find_data_dir)")
+    ap.add_argument("--data", default=None, help="folder holding mnist/ (default: fastkds.datasets.find_data_dir)")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
     if args.dataset == "moons":

@@ -19,7 +19,8 @@ import numpy as np
 
 from fastkds import _naive, load_mnist
 from fastkds._config import numba_threads
-from fastkds.experiments import PAPER_SETTINGS, find_data_dir
+from fastkds.datasets import find_data_dir
+from fastkds.experiments import PAPER_SETTINGS
 from fastkds.unrolled import UnrolledTrainer, _top_eigenpair
 
 PAPER = PAPER_SETTINGS["mnist5"]
@@ -53,7 +54,7 @@ def main():
     ap.add_argument(
         "--data",
         default=None,
-        help="the mnist/ folder (default: mnist/ in the data folder of fastkds.experiments.find_data_dir)",
+        help="the mnist/ folder (default: mnist/ in the data folder of fastkds.datasets.find_data_dir)",
     )
     ap.add_argument("--threads", type=int, default=None, help="Numba threads (default: all)")
     ap.add_argument("--no-oracle", action="store_true")

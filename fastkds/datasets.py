@@ -11,6 +11,7 @@ raises :class:`ValueError` naming the file and what is wrong with it.
 import gzip
 import os
 import struct
+from pathlib import Path
 
 import numpy as np
 from sklearn import datasets as _skdatasets
@@ -461,3 +462,96 @@ def load_salinas_a(path, *, labelled_only=True, drop_water_bands=False, unit_nor
         norms = np.linalg.norm(Y, axis=1, keepdims=True)
         Y /= np.where(norms > 0, norms, 1.0)
     return np.ascontiguousarray(Y), labels
+
+
+# -- where the data live, and the paper's preprocessing ----------------------
+
+
+def find_data_dir(path=None):
+    """The folder holding ``mnist/``, ``yaleb/`` and ``salinasA/``, or None.
+
+    Parameters
+    ----------
+    path : str, path-like or None
+        Used as given when not None. Otherwise the environment variable
+        ``FASTKDS_DATA``, else the first existing ``shared/data`` folder in
+        or beside the current directory, or beside the fastkds checkout.
+
+    Returns
+    -------
+    pathlib.Path or None
+    """
+    if path is not None:
+        return Path(path)
+    env = os.environ.get("FASTKDS_DATA")
+    if env:
+        return Path(env)
+    checkout = Path(__file__).resolve().parent.parent
+    for base in (Path.cwd(), Path.cwd().parent, checkout, checkout.parent):
+        candidate = base / "shared" / "data"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+#: The paper's three preprocessings (supplement, "Pre-processing of data"):
+#: P1 scales each feature to [0, 1], P2 standardises each feature, P3 scales
+#: each point to unit norm. The paper reports the best of the three.
+PREPROCESSING = ("minmax", "standardize", "unit_norm")
+
+
+def preprocess(Y, how):
+    """One of the paper's preprocessings of the data (a new array).
+
+    Parameters
+    ----------
+    Y : ndarray of shape (n, d)
+    how : {"minmax", "standardize", "unit_norm"}
+        ``"minmax"`` (the paper's P1): each feature (column) scaled to
+        [0, 1]. ``"standardize"`` (P2): each feature to mean 0 and standard
+        deviation 1. ``"unit_norm"`` (P3): each point (row) to unit
+        Euclidean norm. A constant feature or a zero row is left at 0.
+
+    Returns
+    -------
+    ndarray of shape (n, d), float64
+    """
+    if how not in PREPROCESSING:
+        raise ValueError(f"preprocess must be one of {PREPROCESSING}, got {how!r}")
+    Y = np.asarray(Y, dtype=np.float64)
+    if Y.ndim != 2:
+        raise ValueError(f"expected a 2-D array (points x features), got shape {Y.shape}")
+    if how == "unit_norm":
+        scale = np.linalg.norm(Y, axis=1, keepdims=True)
+        return Y / np.where(scale > 0, scale, 1.0)
+    if how == "minmax":
+        shift, scale = Y.min(axis=0), np.ptp(Y, axis=0)
+    else:
+        shift, scale = Y.mean(axis=0), Y.std(axis=0)
+    return (Y - shift) / np.where(scale > 0, scale, 1.0)
+
+
+def moons_bayes_labels(Y, noise=0.1, n_grid=2001, chunk=20000):
+    """Labels of the Bayes classifier for scikit-learn's noisy moons.
+
+    It knows the generating model (two half circles, Gaussian noise of
+    standard deviation ``noise``, equal priors) and labels each point by the
+    larger class likelihood, so no method beats it on average.
+
+    Parameters
+    ----------
+    Y : ndarray of shape (n, 2)
+    noise : float, default=0.1
+
+    Returns
+    -------
+    labels : ndarray of shape (n,), int64 in {0, 1}
+    """
+    t = np.linspace(0.0, np.pi, n_grid)
+    curves = (np.c_[np.cos(t), np.sin(t)], np.c_[1.0 - np.cos(t), 0.5 - np.sin(t)])
+    out = np.empty(Y.shape[0], dtype=np.int64)
+    for s in range(0, Y.shape[0], chunk):
+        P = Y[s : s + chunk]
+        lik = [np.exp(-((P[:, None, :] - C[None]) ** 2).sum(axis=2) / (2 * noise**2)).sum(axis=1) for C in curves]
+        out[s : s + chunk] = lik[1] > lik[0]
+    return out

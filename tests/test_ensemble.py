@@ -221,7 +221,7 @@ def test_yaleb_faces_separated_by_five_dictionaries():
     # side by side separate the faces on every seed tried
     # (docs/experiments.md has the trained version).
     from fastkds.datasets import load_yaleb
-    from fastkds.experiments import preprocess
+    from fastkds.datasets import preprocess
 
     Y, y = load_yaleb(DATA / "yaleb")
     Y = preprocess(Y, "unit_norm")

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fastkds import experiments, make_moons, paper_report
+from fastkds import datasets, experiments, make_moons, paper_report
 from fastkds.cli import main as cli_main
 from fastkds.experiments import (
     NAMES,
@@ -209,20 +209,20 @@ def test_preprocess_matches_sklearn():
     Y = rng.normal(size=(40, 6)) * rng.uniform(0.1, 10, size=6) + rng.normal(size=6)
     Y[:, 2] = 3.0  # a constant feature stays at 0
     before = Y.copy()
-    P1 = experiments.preprocess(Y, "minmax")
+    P1 = datasets.preprocess(Y, "minmax")
     np.testing.assert_allclose(P1, MinMaxScaler().fit_transform(Y), atol=1e-12)
     assert P1.min() == 0.0 and P1.max() == 1.0 and np.all(P1[:, 2] == 0)
-    np.testing.assert_allclose(experiments.preprocess(Y, "standardize"), StandardScaler().fit_transform(Y), atol=1e-12)
-    np.testing.assert_allclose(experiments.preprocess(Y, "unit_norm"), normalize(Y), atol=1e-12)
+    np.testing.assert_allclose(datasets.preprocess(Y, "standardize"), StandardScaler().fit_transform(Y), atol=1e-12)
+    np.testing.assert_allclose(datasets.preprocess(Y, "unit_norm"), normalize(Y), atol=1e-12)
     np.testing.assert_array_equal(Y, before)  # the caller's array is untouched
     Z = Y.copy()
     Z[5] = 0.0  # a zero row stays zero under unit_norm
-    P3 = experiments.preprocess(Z, "unit_norm")
+    P3 = datasets.preprocess(Z, "unit_norm")
     assert np.all(P3[5] == 0) and np.allclose(np.linalg.norm(np.delete(P3, 5, axis=0), axis=1), 1.0)
     with pytest.raises(ValueError, match="preprocess must be one of"):
-        experiments.preprocess(Y, "P1")
+        datasets.preprocess(Y, "P1")
     with pytest.raises(ValueError, match="2-D"):
-        experiments.preprocess(Y[0], "minmax")
+        datasets.preprocess(Y[0], "minmax")
 
 
 def test_yaleb_and_salinas_use_the_papers_training():
@@ -275,7 +275,7 @@ def test_yaleb_faces_with_the_papers_preprocessing():
     from fastkds.datasets import load_yaleb
 
     Y, y = load_yaleb(DATA / "yaleb")
-    Y = experiments.preprocess(Y, "unit_norm")
+    Y = datasets.preprocess(Y, "unit_norm")
     model = KDSClustering(
         2,
         n_atoms=64,
