@@ -209,7 +209,9 @@ class BipartiteSpectrum:
         if k > spread:
             raise ValueError(
                 f"n_clusters={k} exceeds the {spread} modes of the code graph "
-                f"(one per atom in use by the codes, less {self.spread.size - spread} localised)"
+                f"(one per atom in use by the codes, less {self.spread.size - spread} localised): "
+                "ask for fewer clusters, or lower lam: longer codes join the pieces of the graph "
+                "that hold too few codes to count (with fewer atoms in use than clusters, use more atoms)"
             )
         return int(np.searchsorted(np.cumsum(self.spread), k)) + 1
 

@@ -340,7 +340,9 @@ def test_clustering_more_clusters_than_atoms_in_use():
     and the 3 modes left, one per atom in use."""
     rng = np.random.default_rng(0)
     Y = np.r_[rng.normal(size=(100, 2)), [[50.0, 50.0]]]
-    with pytest.raises(ValueError, match=r"n_clusters=4 exceeds the 3 modes .*one per atom in use"):
+    with pytest.raises(
+        ValueError, match=r"n_clusters=4 exceeds the 3 modes .*one per atom in use.*fewer clusters, or lower lam"
+    ):
         KDSClustering(4, n_atoms=4, min_component=0.01, **FAST).fit(Y)
 
 
