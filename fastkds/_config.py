@@ -6,7 +6,7 @@ from contextlib import contextmanager, nullcontext
 
 import numba
 import numpy as np
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 # Numba's workqueue threading layer is not thread-safe: two Python threads
 # running parallel kernels at once abort the process. Under it, kernel calls
@@ -122,6 +122,19 @@ def effective_n_jobs(n_jobs):
     return min(n_jobs, max_threads)
 
 
+_BLAS_CONTROLLER = []
+
+
+def _blas_controller():
+    """One ``ThreadpoolController`` for the process: building one scans the
+    loaded libraries (about 4 ms, as long as encoding a few thousand points),
+    and the BLAS libraries that matter here, NumPy's and SciPy's, are loaded
+    before the first kernel runs."""
+    if not _BLAS_CONTROLLER:
+        _BLAS_CONTROLLER.append(ThreadpoolController())
+    return _BLAS_CONTROLLER[0]
+
+
 @contextmanager
 def numba_threads(n_jobs):
     """Run the enclosed kernels on ``n_jobs`` Numba threads, then restore.
@@ -129,6 +142,8 @@ def numba_threads(n_jobs):
     BLAS is held to one thread meanwhile: its calls here are small per chunk,
     and OpenBLAS threads spin after each call, stealing the cores the
     parallel kernels run on (measured: a third slower encoding on 2 cores).
+    So the preparation of a dictionary (its Gram matrix and eigenvalue) runs
+    in here too, not before.
 
     Under Numba's ``workqueue`` threading layer the enclosed kernels hold a
     process-wide lock, so concurrent callers run one after another instead
@@ -141,7 +156,7 @@ def numba_threads(n_jobs):
     with _WORKQUEUE_LOCK if serialise else nullcontext():
         numba.set_num_threads(n_threads)
         try:
-            with threadpool_limits(limits=1, user_api="blas"):
+            with _blas_controller().limit(limits=1, user_api="blas"):
                 yield
         finally:
             numba.set_num_threads(previous)

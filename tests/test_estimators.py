@@ -10,12 +10,14 @@ import numba
 import numpy as np
 import pytest
 import scipy.sparse as sp
+import threadpoolctl
 from sklearn.base import clone
 from sklearn.datasets import make_blobs
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from fastkds import KDS, KDSClustering, _naive, clustering_accuracy, make_moons
+from fastkds import KDS, KDSClustering, _naive, clustering_accuracy, make_moons, sparse_encode
+from fastkds._config import numba_threads
 from fastkds.exceptions import TooFewSamplesWarning
 
 # Short fits stop at max_epochs on purpose; the warning is tested on its own.
@@ -343,6 +345,36 @@ def test_n_jobs_restores_numba_threads():
     before = numba.get_num_threads()
     KDS(4, max_epochs=2, n_jobs=1, random_state=0).fit(Y).transform(Y)
     assert numba.get_num_threads() == before
+
+
+def _blas_threads():
+    return [lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"]
+
+
+def test_dictionary_prepared_with_blas_on_one_thread(monkeypatch):
+    # BLAS threads left spinning by the preparation slow the kernels after it
+    import fastkds.prepared
+
+    seen = []
+    init = fastkds.prepared.PreparedDictionary.__init__
+
+    def recording_init(self, *args, **kwargs):
+        seen.append(_blas_threads())
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(fastkds.prepared.PreparedDictionary, "__init__", recording_init)
+    Y, _ = make_moons(300, random_state=0)
+    model = KDS(4, max_epochs=2, random_state=0).fit(Y)
+    model.transform(Y)
+    sparse_encode(Y, model.components_, lam=1.0)
+    assert len(seen) >= 4 and all(threads and set(threads) == {1} for threads in seen)
+
+
+def test_blas_threads_restored_after_kernels():
+    before = _blas_threads()
+    with numba_threads(1):
+        assert set(_blas_threads()) == {1}
+    assert _blas_threads() == before
 
 
 # -- bad input ------------------------------------------------------------------
