@@ -1,6 +1,6 @@
 """The exact (active-set) encoder against the accelerated one, in one run.
 
-    python bench/exact_encoder.py [--data DIR] [--repeats 3]
+    python bench/exact_encoder.py [--data DIR] [--repeats 3] [--threads]
     python bench/exact_encoder.py --moons [--seeds 3]
 
 Default: MNIST-5 (4958 images) with a 500-atom dictionary fitted by
@@ -10,7 +10,10 @@ warm-up call) with the active set, with T=100 accelerated steps at the
 centred step, and with T=100 at the paper's step, and their atoms per code;
 the product ``Y W^T`` alone for scale; then how far T accelerated steps
 leave the codes from the exact ones (median and largest max-norm distance
-over the points).
+over the points). ``--threads``: each encoder's seconds in float64 on one
+thread and on all (``n_jobs=1`` and ``None``), and their ratio: how well
+the encoding pass itself uses the cores, beside the fit's scaling
+(``bench/mnist5.py --n-jobs 1 2``).
 
 ``--moons``: clustering accuracy of ``KDSClustering(2, n_atoms=m, lam=lam,
 encoder="active-set")`` on noisy moons (5000 points, seeds 0 to
@@ -51,20 +54,39 @@ def encoders(args):
         Yd = Y.astype(dtype)
         for title, encoder, step in variants:
             sparse_encode(Yd[:100], W, lam=MNIST5.lam, n_iter=T, encoder=encoder, step=step)  # compile / load
-            best = np.inf
-            for _ in range(args.repeats):
-                t0 = time.perf_counter()
-                C = sparse_encode(Yd, W, lam=MNIST5.lam, n_iter=T, encoder=encoder, step=step)
-                best = min(best, time.perf_counter() - t0)
+            best, C = _best(
+                args.repeats, lambda: sparse_encode(Yd, W, lam=MNIST5.lam, n_iter=T, encoder=encoder, step=step)
+            )
             codes[title, dtype] = C
             print(f"  {np.dtype(dtype).name:8s} {title:34s} {best:.3f} s, {C.nnz / Y.shape[0]:.2f} atoms per code")
         t0 = time.perf_counter()
         Yd @ W.astype(dtype).T
         print(f"  {np.dtype(dtype).name:8s} {'the product Y W^T alone':34s} {time.perf_counter() - t0:.3f} s")
+    if args.threads:
+        Yd = Y.astype(np.float64)
+        for title, encoder, step in variants:
+            one, every = (
+                _best(
+                    args.repeats,
+                    lambda: sparse_encode(Yd, W, lam=MNIST5.lam, n_iter=T, encoder=encoder, step=step, n_jobs=n_jobs),
+                )[0]
+                for n_jobs in (1, None)
+            )
+            print(f"  float64  {title:34s} one thread {one:.3f} s, all {every:.3f} s: {one / every:.2f}x")
     exact = codes["active set (exact)", np.float64].toarray()
     for title, _, _ in variants[1:]:
         dist = np.abs(codes[title, np.float64].toarray() - exact).max(axis=1)
         print(f"  distance to the exact codes, {title}: median {np.median(dist):.3f}, largest {dist.max():.3f}")
+
+
+def _best(repeats, call):
+    """Least seconds of ``repeats`` calls, and the last call's result."""
+    best = np.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = call()
+        best = min(best, time.perf_counter() - t0)
+    return best, result
 
 
 def moons(args):
@@ -97,6 +119,7 @@ def main(argv=None):
     parser.add_argument("--data", default=None)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--moons", action="store_true")
+    parser.add_argument("--threads", action="store_true", help="also time each encoder on one thread and on all")
     parser.add_argument("--seeds", type=int, default=3)
     args = parser.parse_args(argv)
     (moons if args.moons else encoders)(args)
