@@ -1,5 +1,6 @@
 """Thread control and memory-budget defaults shared by the wrappers."""
 
+import functools
 import numbers
 import threading
 from contextlib import contextmanager, nullcontext
@@ -122,17 +123,13 @@ def effective_n_jobs(n_jobs):
     return min(n_jobs, max_threads)
 
 
-_BLAS_CONTROLLER = []
-
-
+@functools.cache
 def _blas_controller():
     """One ``ThreadpoolController`` for the process: building one scans the
     loaded libraries (about 4 ms, as long as encoding a few thousand points),
     and the BLAS libraries that matter here, NumPy's and SciPy's, are loaded
     before the first kernel runs."""
-    if not _BLAS_CONTROLLER:
-        _BLAS_CONTROLLER.append(ThreadpoolController())
-    return _BLAS_CONTROLLER[0]
+    return ThreadpoolController()
 
 
 @contextmanager
