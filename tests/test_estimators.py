@@ -364,17 +364,19 @@ def test_dictionary_prepared_with_blas_on_one_thread(monkeypatch):
 
     monkeypatch.setattr(fastkds.prepared.PreparedDictionary, "__init__", recording_init)
     Y, _ = make_moons(300, random_state=0)
-    model = KDS(4, max_epochs=2, random_state=0).fit(Y)
-    model.transform(Y)
-    sparse_encode(Y, model.components_, lam=1.0)
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):  # what the kernels must not inherit
+        model = KDS(4, max_epochs=2, random_state=0).fit(Y)
+        model.transform(Y)
+        sparse_encode(Y, model.components_, lam=1.0)
     assert len(seen) >= 4 and all(threads and set(threads) == {1} for threads in seen)
 
 
 def test_blas_threads_restored_after_kernels():
-    before = _blas_threads()
-    with numba_threads(1):
-        assert set(_blas_threads()) == {1}
-    assert _blas_threads() == before
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        before = _blas_threads()
+        with numba_threads(1):
+            assert set(_blas_threads()) == {1}
+        assert _blas_threads() == before
 
 
 # -- bad input ------------------------------------------------------------------
