@@ -4,6 +4,7 @@ with the estimator's defaults otherwise.
 
     python bench/mnist5.py [--data ../shared/data/mnist] [--seeds 0 1 2]
                            [--n-jobs 1 2] [--step centred|paper] [--encoder apg|active-set]
+                           [--max-epochs 100] [--float32]
 
 ``--n-jobs`` fits each seed once per thread count given, in this run (the
 results do not depend on it; the times do).
@@ -13,6 +14,8 @@ import argparse
 import os
 import time
 import warnings
+
+import numpy as np
 
 from fastkds import KDSClustering, clustering_accuracy, load_mnist
 from fastkds.datasets import find_data_dir
@@ -33,6 +36,7 @@ def main():
     ap.add_argument("--n-jobs", type=int, nargs="+", default=[None])
     ap.add_argument("--step", default="centred", choices=["centred", "paper"])
     ap.add_argument("--encoder", default="apg", choices=["apg", "active-set"])
+    ap.add_argument("--float32", action="store_true", help="fit on the images in float32 (default: float64)")
     args = ap.parse_args()
     if args.data is None:
         data_dir = find_data_dir()
@@ -40,9 +44,11 @@ def main():
             ap.error("no data folder: give --data DIR (the mnist/ folder) or set FASTKDS_DATA")
         args.data = os.path.join(data_dir, "mnist")
     Y, y = load_mnist(args.data)
+    if args.float32:
+        Y = Y.astype(np.float32)
     print(
         f"MNIST-5: n={Y.shape[0]}, d={Y.shape[1]}, k=5, m={PAPER.n_atoms}, T={PAPER.n_iter}, lam={PAPER.lam:g}, "
-        f"step={args.step}, encoder={args.encoder}"
+        f"step={args.step}, encoder={args.encoder}, {Y.dtype.name}, max_epochs={args.max_epochs}"
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
