@@ -1,28 +1,14 @@
 """bench/real_data.py (issue 21's side-by-side table) runs end to end: a quick
 pass on two generated rows, and a row whose data are missing says so."""
 
-import importlib
-import sys
 import time
-from pathlib import Path
-
-import pytest
-
-BENCH = Path(__file__).resolve().parents[1] / "bench"
 
 
-@pytest.fixture(scope="module")
-def real_data():
-    # importable by name: the baselines' child processes import it again
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield importlib.import_module("real_data")
-    finally:
-        sys.path.remove(str(BENCH))
+BENCH_SCRIPT = "real_data"
 
 
-def test_quick_table_on_generated_rows(real_data, capsys, tmp_path):
-    rows = real_data.main(
+def test_quick_table_on_generated_rows(bench_script, capsys, tmp_path):
+    rows = bench_script.main(
         ["--quick", "--only", "moons", "curves", "mnist5", "--timeout", "120", "--data", str(tmp_path)]
     )
     out = capsys.readouterr().out
@@ -32,7 +18,7 @@ def test_quick_table_on_generated_rows(real_data, capsys, tmp_path):
         assert row["n"] == 600 and len(row["acc"]) == 1
         assert 0.0 <= row["acc"][0] <= 1.0 and row["sec"][0] > 0
         acc, nn, sec = row["spectral"]  # it finishes on 600 points
-        assert 0.0 <= acc <= 1.0 and nn in real_data.NEIGHBOURS and sec > 0
+        assert 0.0 <= acc <= 1.0 and nn in bench_script.NEIGHBOURS and sec > 0
         assert 0.0 <= row["kmeans"][0] <= 1.0 and 0.0 <= row["hdbscan"][0] <= 1.0
     table = [line for line in out.splitlines() if line.startswith("|")]
     assert len(table) == 2 + 3
@@ -41,6 +27,6 @@ def test_quick_table_on_generated_rows(real_data, capsys, tmp_path):
     assert table[3].count("|") == table[0].count("|")
 
 
-def test_baseline_past_its_time_limit_reads_as_not_finished(real_data):
-    labels, sec = real_data.timed_baseline(time.sleep, (10.0,), timeout=2.0)
+def test_baseline_past_its_time_limit_reads_as_not_finished(bench_script):
+    labels, sec = bench_script.timed_baseline(time.sleep, (10.0,), timeout=2.0)
     assert labels is None and sec is None
