@@ -273,25 +273,26 @@ def test_quiet_and_verbose_together_are_a_usage_error(tmp_path, capsys):
     assert "not allowed with" in capsys.readouterr().err
 
 
+def _cluster_saving_model(folder, tmp_path):
+    """Run ``fastkds cluster`` on the test points with a model file; the epochs it ran."""
+    argv = [
+        "cluster",
+        str(folder / "points.npy"),
+        *FAST,
+        "-o",
+        str(tmp_path / "l.npy"),
+        "--model",
+        str(tmp_path / "m.npz"),
+    ]
+    assert main(argv) == 0
+    return fastkds.load(tmp_path / "m.npz").kds_.n_iter_
+
+
 def test_progress_off_a_terminal_is_plain_lines(tmp_path, data, capsys):
     """stderr not a terminal (here, captured): one plain line per stage, no
     carriage return, and the number of epochs actually run."""
     folder, _, _ = data
-    assert (
-        main(
-            [
-                "cluster",
-                str(folder / "points.npy"),
-                *FAST,
-                "-o",
-                str(tmp_path / "l.npy"),
-                "--model",
-                str(tmp_path / "m.npz"),
-            ]
-        )
-        == 0
-    )
-    epochs = fastkds.load(tmp_path / "m.npz").kds_.n_iter_
+    epochs = _cluster_saving_model(folder, tmp_path)
     assert epochs < 30  # converged early
     out, err = capsys.readouterr()
     assert "\r" not in err
@@ -339,21 +340,7 @@ def test_progress_on_a_terminal_is_a_bar_ending_at_the_epochs_run(tmp_path, data
     folder, _, _ = data
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
-    assert (
-        main(
-            [
-                "cluster",
-                str(folder / "points.npy"),
-                *FAST,
-                "-o",
-                str(tmp_path / "l.npy"),
-                "--model",
-                str(tmp_path / "m.npz"),
-            ]
-        )
-        == 0
-    )
-    epochs = fastkds.load(tmp_path / "m.npz").kds_.n_iter_
+    epochs = _cluster_saving_model(folder, tmp_path)
     err = terminal.getvalue()
     assert "\r" in err
     final = err.rstrip("\n").split("\r")[-1]

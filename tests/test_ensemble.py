@@ -220,8 +220,7 @@ def test_yaleb_faces_separated_by_five_dictionaries():
     # misplaces up to 14 of the 128 images, depending on its atoms; five
     # side by side separate the faces on every seed tried
     # (docs/experiments.md has the trained version).
-    from fastkds.datasets import load_yaleb
-    from fastkds.datasets import preprocess
+    from fastkds.datasets import load_yaleb, preprocess
 
     Y, y = load_yaleb(DATA / "yaleb")
     Y = preprocess(Y, "unit_norm")
