@@ -132,6 +132,11 @@ def _blas_controller():
     return ThreadpoolController()
 
 
+def single_thread_blas():
+    """Hold BLAS to one thread in the enclosed code (see :func:`numba_threads`)."""
+    return _blas_controller().limit(limits=1, user_api="blas")
+
+
 @contextmanager
 def numba_threads(n_jobs):
     """Run the enclosed kernels on ``n_jobs`` Numba threads, then restore.
@@ -139,8 +144,8 @@ def numba_threads(n_jobs):
     BLAS is held to one thread meanwhile: its calls here are small per chunk,
     and OpenBLAS threads spin after each call, stealing the cores the
     parallel kernels run on (measured: a third slower encoding on 2 cores).
-    So the preparation of a dictionary (its Gram matrix and eigenvalue) runs
-    in here too, not before.
+    For the same reason a dictionary's preparation holds BLAS to one thread
+    wherever it runs (:class:`fastkds.prepared.PreparedDictionary`).
 
     Under Numba's ``workqueue`` threading layer the enclosed kernels hold a
     process-wide lock, so concurrent callers run one after another instead
@@ -153,7 +158,7 @@ def numba_threads(n_jobs):
     with _WORKQUEUE_LOCK if serialise else nullcontext():
         numba.set_num_threads(n_threads)
         try:
-            with _blas_controller().limit(limits=1, user_api="blas"):
+            with single_thread_blas():
                 yield
         finally:
             numba.set_num_threads(previous)

@@ -106,8 +106,8 @@ def sparse_encode(
     if chunk_size is None:
         chunk_size = backend.chunk_size(Y.shape[1], W.shape[0], Y.dtype.itemsize)
     chunk_size = check_positive_int(chunk_size, "chunk_size")
-    with numba_threads(n_jobs):  # the preparation's BLAS calls too (see numba_threads)
-        prepared = backend.prepare(W, lam, n_iter, Y.dtype, step, encoder)
+    prepared = backend.prepare(W, lam, n_iter, Y.dtype, step, encoder)
+    with numba_threads(n_jobs):
         return encode_prepared(Y, prepared, chunk_size, backend=backend)
 
 
@@ -242,8 +242,8 @@ class FittedEncoder:
         stats
         """
         backend = self.backend()
-        with numba_threads(self.n_jobs):  # the preparation's BLAS calls too (see numba_threads)
-            prepared = self.prepare(backend, Y.dtype)
+        prepared = self.prepare(backend, Y.dtype)
+        with numba_threads(self.n_jobs):
             backend.run_epoch(Y, prepared, self.rows_per_chunk(backend, Y.shape[1]), stats, codes_out=codes_out)
         return stats
 
@@ -262,8 +262,8 @@ class FittedEncoder:
         codes : scipy.sparse.csr_array of shape (n, n_atoms)
         """
         backend = self.backend()
-        with numba_threads(self.n_jobs):  # the preparation's BLAS calls too (see numba_threads)
-            prepared = self.prepare(backend, Y.dtype)
+        prepared = self.prepare(backend, Y.dtype)
+        with numba_threads(self.n_jobs):
             return encode_prepared(
                 Y, prepared, self.rows_per_chunk(backend, Y.shape[1]), backend=backend, stats=stats, out=out
             )

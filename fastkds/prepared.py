@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _active_set, _kernels
+from ._config import single_thread_blas
 from ._validation import check_choice
 
 
@@ -216,18 +217,21 @@ class PreparedDictionary:
             mu = W64.mean(axis=0)
             W64 = W64 - mu
             self.shift = mu.astype(self.dtype)
-        G64 = W64 @ W64.T
-        G = G64.astype(self.dtype)
-        top = float(np.linalg.eigvalsh(G64)[-1]) if W64.size else 0.0
-        if step == "centred":
-            # sigma_max(W - mean atom)^2, held above sqrt(eps) of the uncentred
-            # value: atoms that coincide to rounding (every code optimal) get a
-            # finite step. The uncentred value is at most the sum of the squared
-            # norms, so it is needed only below sqrt(eps) of that sum.
-            floor_scale = float(np.sqrt(np.finfo(self.dtype).eps))
-            if top < floor_scale * sq_norms.sum():
-                Wu = np.asarray(W, dtype=np.float64)
-                top = max(top, floor_scale * float(np.linalg.eigvalsh(Wu @ Wu.T)[-1]))
+        # BLAS threads left spinning after these calls would slow the kernels
+        # that follow (see fastkds._config.numba_threads), wherever this runs
+        with single_thread_blas():
+            G64 = W64 @ W64.T
+            G = G64.astype(self.dtype)
+            top = float(np.linalg.eigvalsh(G64)[-1]) if W64.size else 0.0
+            if step == "centred":
+                # sigma_max(W - mean atom)^2, held above sqrt(eps) of the uncentred
+                # value: atoms that coincide to rounding (every code optimal) get a
+                # finite step. The uncentred value is at most the sum of the squared
+                # norms, so it is needed only below sqrt(eps) of that sum.
+                floor_scale = float(np.sqrt(np.finfo(self.dtype).eps))
+                if top < floor_scale * sq_norms.sum():
+                    Wu = np.asarray(W, dtype=np.float64)
+                    top = max(top, floor_scale * float(np.linalg.eigvalsh(Wu @ Wu.T)[-1]))
         # A zero dictionary has no gradient from the fit term; any step works.
         self.alpha_value = 1.0 / top if top > 0 else 1.0
         self.alpha = self.dtype.type(self.alpha_value)

@@ -268,11 +268,9 @@ def fit_stages(stages, W, p, rng, dtype, display):
             f"KDS did not converge in max_epochs={p['max_epochs']} epochs (tol={p['tol']}); increase max_epochs or tol",
             KDSConvergenceWarning,
         )
-    with numba_threads(p["n_jobs"]):  # its eigenvalue's BLAS too, as the encoder's next pass follows
-        step = PreparedDictionary(W, p["lam"], 1, np.float64, p["step"]).alpha_value
     return {
         "components_": W.astype(dtype),
-        "step_": step,
+        "step_": PreparedDictionary(W, p["lam"], 1, np.float64, p["step"]).alpha_value,
         "n_iter_": epochs,
         "objective_": np.asarray(history),
     }

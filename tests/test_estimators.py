@@ -18,6 +18,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from fastkds import KDS, KDSClustering, _naive, clustering_accuracy, make_moons, sparse_encode
 from fastkds._config import numba_threads
+from fastkds.prepared import PreparedDictionary
 from fastkds.exceptions import TooFewSamplesWarning
 
 # Short fits stop at max_epochs on purpose; the warning is tested on its own.
@@ -353,22 +354,21 @@ def _blas_threads():
 
 def test_dictionary_prepared_with_blas_on_one_thread(monkeypatch):
     # BLAS threads left spinning by the preparation slow the kernels after it
-    import fastkds.prepared
-
     seen = []
-    init = fastkds.prepared.PreparedDictionary.__init__
+    eigvalsh = np.linalg.eigvalsh
 
-    def recording_init(self, *args, **kwargs):
+    def recording_eigvalsh(*args, **kwargs):
         seen.append(_blas_threads())
-        init(self, *args, **kwargs)
+        return eigvalsh(*args, **kwargs)
 
-    monkeypatch.setattr(fastkds.prepared.PreparedDictionary, "__init__", recording_init)
+    monkeypatch.setattr(np.linalg, "eigvalsh", recording_eigvalsh)
     Y, _ = make_moons(300, random_state=0)
     with threadpoolctl.threadpool_limits(2, user_api="blas"):  # what the kernels must not inherit
         model = KDS(4, max_epochs=2, random_state=0).fit(Y)
         model.transform(Y)
         sparse_encode(Y, model.components_, lam=1.0)
-    assert len(seen) >= 4 and all(threads and set(threads) == {1} for threads in seen)
+        PreparedDictionary(model.components_, 1.0, 10, np.float64)  # called directly, as the Dask client does
+    assert len(seen) >= 5 and all(threads and set(threads) == {1} for threads in seen)
 
 
 def test_blas_threads_restored_after_kernels():
