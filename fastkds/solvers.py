@@ -208,14 +208,13 @@ def solve_dictionary(stats, lam, W_old, *, dead_threshold=0.0):
     return W, int(dead.size)
 
 
-def _converged(F_prev, F, tol, W):
-    """Relative change of the objective below ``tol``, or a change that is
-    only rounding: an objective near 0 (the data fitted exactly) moves by a
-    few ulps of the data's squared norm, ``||w||^2`` ~ ``||y||^2``, which
-    relative to itself is never small."""
-    change = abs(F_prev - F)
+def _improves(best, F, tol, W):
+    """Whether the objective ``F`` lowers ``best``, the lowest so far, by more
+    than ``tol`` of it, and by more than rounding: an objective near 0 (the
+    data fitted exactly) moves by a few ulps of the data's squared norm,
+    ``||w||^2`` ~ ``||y||^2``, which relative to itself is never small."""
     noise = 1e3 * np.finfo(float).eps * float(np.mean(np.sum(W * W, axis=1)))
-    return change < tol * abs(F_prev) or change <= noise
+    return best - F > max(tol * abs(best), noise)
 
 
 def fit_alternating(
@@ -244,7 +243,9 @@ def fit_alternating(
         Encoder iterations T.
     max_epochs : int
     tol : float
-        Stop when the relative change of the mean objective is below ``tol``.
+        Stop at the first epoch whose mean objective is not below the lowest
+        of the earlier epochs by more than ``tol`` of it; 0 runs
+        ``max_epochs`` epochs.
     chunk_size : int
     random_state : numpy RandomState
         Draws the points that re-seed dead atoms.
@@ -278,13 +279,14 @@ def fit_alternating(
         stats = SufficientStatistics(m, d, n_candidates=m, random_state=random_state)
         backend.run_epoch(Y, prepared, chunk_size, stats, buffers)
         F = stats.mean_objective
-        W_prev = W
         W, n_dead = solve_dictionary(stats, lam, W)
         if progress is not None:
             progress(epoch, F, n_dead)
-        # atoms re-seeded where they were (all the data at one point) change nothing
-        reseeded = n_dead > 0 and not np.array_equal(W, W_prev)
-        if history and not reseeded and _converged(history[-1], F, tol, W):
+        # The lowest objective so far, not the last one: with codes that stop
+        # short of the optimum, and with atoms re-seeded every epoch (data with
+        # repeated rows), the objective does not fall monotonically; an epoch
+        # that does not lower it has stopped improving the atoms.
+        if tol > 0 and history and not _improves(min(history), F, tol, W):
             history.append(F)
             converged = True
             break

@@ -17,7 +17,7 @@ from fastkds import KDS, KDSClustering, KDSEnsembleClustering, clustering_accura
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
-MOONS_KDS = dict(n_atoms=24, lam=5.0, n_iter=30, max_epochs=20)
+MOONS_KDS = dict(n_atoms=24, lam=5.0, n_iter=30, max_epochs=20, tol=1e-4)
 
 
 @pytest.fixture(scope="module")

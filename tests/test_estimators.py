@@ -132,6 +132,35 @@ def test_kds_objective_history(kds_moons):
     assert kds_moons.objective_[-1] < kds_moons.objective_[0]
 
 
+def repeated_moons_with_outliers(seed):
+    """Moons whose rows repeat, with two far points: atoms get re-seeded and
+    the objective rises between epochs, as on Salinas-A."""
+    Y, _ = make_moons(400, random_state=seed)
+    return np.vstack([np.repeat(Y, 4, axis=0), [[40.0, 40.0], [-25.0, 30.0]]])
+
+
+@pytest.mark.parametrize("tol", [1e-3, 1e-2])
+def test_kds_stops_at_the_first_epoch_that_does_not_improve(tol):
+    Y = repeated_moons_with_outliers(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        kds = KDS(16, tol=tol, max_epochs=60, random_state=1).fit(Y)
+    F = kds.objective_
+    assert F[-1] > F[-2]  # the objective rose: a change of more than tol, but no improvement
+    # every epoch before the last lowered the lowest objective so far by more than tol of it
+    for i in range(1, len(F) - 1):
+        assert F[i] < (1 - tol) * F[:i].min()
+    assert F[-1] >= (1 - tol) * F[:-1].min()
+    assert kds.n_iter_ == len(F) < 60
+
+
+def test_kds_tol_zero_runs_every_epoch():
+    Y = repeated_moons_with_outliers(1)
+    with pytest.warns(ConvergenceWarning, match="max_epochs"):
+        kds = KDS(16, tol=0.0, max_epochs=6, random_state=1).fit(Y)
+    assert kds.n_iter_ == 6 and kds.objective_.shape == (6,)
+
+
 def test_kds_transform_is_sparse_simplex(codes_moons):
     codes = codes_moons
     assert isinstance(codes, sp.csr_array)

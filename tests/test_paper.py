@@ -33,7 +33,7 @@ def moons_accuracies(seed, n_iter):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model = KDSClustering(
-            2, n_atoms=24, lam=5.0, n_iter=n_iter, step="paper", encoder="apg", random_state=seed
+            2, n_atoms=24, lam=5.0, n_iter=n_iter, step="paper", encoder="apg", tol=1e-4, random_state=seed
         ).fit(Y)
     return clustering_accuracy(y, model.labels_), bayes_accuracy(Y, y)
 

@@ -55,9 +55,13 @@ KDS_PARAMS_DOC = """
         paper's encoder and always uses its step.
     max_epochs : int, default=100
         Maximum number of alternating-minimisation epochs (passes over the data).
-    tol : float, default=1e-4
-        Stop when the mean objective changes by less than this, relatively,
-        between two epochs.
+    tol : float, default=1e-4 (KDS), 1e-2 (KDSClustering)
+        Stop at the first epoch whose mean objective is not below the lowest
+        of the earlier epochs by more than this fraction of it (with codes
+        that stop short of the optimum, the objective need not fall every
+        epoch); 0 runs ``max_epochs`` epochs. KDSClustering stops sooner by
+        default: its labels, read from the code graph, stop changing before
+        the objective does (docs/experiments.md, "When to stop").
     init : {"k-means++", "random"} or array of shape (n_atoms, n_features), default="k-means++"
         Initial dictionary. Both named choices pick a random subset of the
         data points: ``"random"`` uniformly (the paper's choice), ``"k-means++"``

@@ -148,7 +148,7 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         step="centred",
         encoder="apg",
         max_epochs=100,
-        tol=1e-4,
+        tol=1e-2,
         init="k-means++",
         presample="auto",
         min_component=0.01,
