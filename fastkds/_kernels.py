@@ -858,3 +858,40 @@ def accumulate_statistics(indptr, indices, data, Y, n_parts, XtX, s, XtY):
                 XtX[j, k] += pXtX[p, j, k]
             for k in range(d):
                 XtY[j, k] += pXtY[p, j, k]
+
+
+# --------------------------------------------------------------------------
+# k-means++ seeding (fastkds.seeding)
+# --------------------------------------------------------------------------
+
+
+@njit(parallel=True, cache=True, fastmath={"reassoc", "contract"})
+def seeding_distances(Y, candidates, closest, D, block_sums):
+    """``D[i, t] = min(closest[i], ||Y[i] - Y[candidates[t]]||^2)`` and
+    ``block_sums[b, t]``, the sum of ``D[:, t]`` over block ``b`` of
+    ``BLOCK`` rows, all in float64.
+
+    One pass over ``Y`` scores every candidate: k-means++ reads the data
+    once per atom, so the pass is bound by memory, and float32 data are read
+    at half the cost. The sums go by fixed blocks, so they do not depend on
+    the number of threads; the squared distances are summed in float64 with
+    reassociation allowed, which lets the feature loop vectorise.
+    """
+    n, d = Y.shape
+    t = candidates.shape[0]
+    n_blocks = (n + BLOCK - 1) // BLOCK
+    for blk in prange(n_blocks):
+        lo = blk * BLOCK
+        hi = min(lo + BLOCK, n)
+        for j in range(t):
+            block_sums[blk, j] = 0.0
+        for i in range(lo, hi):
+            for j in range(t):
+                c = candidates[j]
+                acc = 0.0
+                for k in range(d):
+                    diff = np.float64(Y[i, k]) - np.float64(Y[c, k])
+                    acc += diff * diff
+                v = min(acc, closest[i])
+                D[i, j] = v
+                block_sums[blk, j] += v

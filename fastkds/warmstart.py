@@ -11,7 +11,6 @@ does; the sizes, the draws and the stages are decided here once.
 """
 
 import numpy as np
-from sklearn.cluster import kmeans_plusplus
 
 from . import _config, _progress
 from ._config import numba_threads
@@ -19,6 +18,7 @@ from ._validation import check_positive_int
 from .encoding import chunk_rows
 from .exceptions import KDSConvergenceWarning, OffCentreDataWarning, warn
 from .prepared import OFFSET_STEP_RATIO_WARN, PreparedDictionary, offset_step_ratio
+from .seeding import kmeans_plusplus_indices
 from .solvers import fit_alternating
 from .sources import random_rows
 
@@ -100,22 +100,6 @@ def check_init(init, n_atoms, n_features):
     return W
 
 
-def _seeding_data(Y):
-    """``Y`` as k-means++ should see it: in float64 when, in float32, its
-    squared distances could overflow.
-
-    k-means++ sums squared distances over the points, each at most
-    ``4 max ||y||^2``; in float32 that overflows for data of scale ~1e18 and
-    the seeds are then drawn from inf and NaN (numpy only warns).
-    """
-    if Y.dtype == np.float64 or Y.shape[0] == 0:
-        return Y
-    sq_max = float(np.einsum("ij,ij->i", Y, Y, dtype=np.float64).max())
-    if 4.0 * Y.shape[0] * sq_max < float(np.finfo(Y.dtype).max):
-        return Y
-    return Y.astype(np.float64)
-
-
 def _warn_if_off_centre(W, n_iter, step, encoder):
     """Warn when, with the accelerated encoder at the paper's step, the
     initial atoms sit so far from the origin that the encoder's step is much
@@ -146,7 +130,7 @@ def initial_dictionary(Y, init, rng, p):
     rng : numpy.random.RandomState
     p : dict
         The fit's validated parameters (``n_atoms``, ``n_iter``, ``step``,
-        ``encoder``).
+        ``encoder``, ``n_jobs``: k-means++ runs on that many threads).
 
     Returns
     -------
@@ -160,8 +144,9 @@ def initial_dictionary(Y, init, rng, p):
         idx = np.sort(rng.choice(Y.shape[0], m, replace=False))
         W = Y[idx].astype(np.float64)
     else:
-        W, _ = kmeans_plusplus(_seeding_data(Y), m, random_state=rng)
-        W = W.astype(np.float64)
+        Y = np.ascontiguousarray(Y)
+        with numba_threads(p["n_jobs"]):
+            W = Y[kmeans_plusplus_indices(Y, m, rng)].astype(np.float64)
     _warn_if_off_centre(W, p["n_iter"], p["step"], p["encoder"])
     return W
 

@@ -41,7 +41,8 @@ def warmup(dtypes=(np.float64, np.float32)):
     # names every kernel Python code calls and checks each gets a signature):
     # the projection; both encoders with many features (the per-point path);
     # dense codes and their CSR assembly (slots_to_dense, fill_csr); the
-    # exact solver with few features (lockstep encoder, statistics); the
+    # exact solver with few features (lockstep encoder, statistics, k-means++
+    # seeding); the
     # unrolled solver (unrolled_batch, adam_update).
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)

@@ -42,6 +42,7 @@ LAYERS = {
     "online": 4,
     "unrolled": 4,
     "warmstart": 4,
+    "seeding": 4,
     "spectral": 4,
     "encoding": 4,
     "_dask": 4,

@@ -78,6 +78,7 @@ ENTRY_POINTS = {
     "_kernels.count_row_nonzeros": ("float32", "float64"),
     "_kernels.fill_csr": ("float32", "float64"),
     "_kernels.accumulate_statistics": ("float32", "float64"),
+    "_kernels.seeding_distances": ("float32", "float64"),
     "_active_set.encode_codes_active_set": ("float32", "float64"),
     "_unrolled_kernels.unrolled_batch": ("float32", "float64"),
     # the Adam state is float64 whatever the data's dtype (UnrolledTrainer.W)

@@ -85,7 +85,8 @@ KDS_PARAMS_DOC = """
     random_state : int, RandomState instance or None, default=None
         Seeds the initial dictionary (and, for clustering, k-means).
     n_jobs : int or None, default=None
-        Threads of the Numba kernels (encoding, statistics) in this process:
+        Threads of the Numba kernels (k-means++ seeding, encoding,
+        statistics) in this process:
         ``None`` or -1 means all of Numba's threads (``NUMBA_NUM_THREADS``,
         one per core by default), -2 all but one, and so on. Unlike
         scikit-learn's ``n_jobs=None`` (one job), the default uses every
