@@ -380,17 +380,20 @@ def cluster_codes(XtX, s, atoms, results, rng, params, timings=None):
 
     k, n_init, min_component, max_clusters = params
     timings = {} if timings is None else timings
-    t0 = time.perf_counter()
-    spectrum = BipartiteSpectrum(XtX, s, min_component=min_component, atoms=atoms)
-    n_clusters = spectrum.eigengap(max_clusters) if k is None else k
-    seed = rng.randint(np.iinfo(np.int32).max)
-    sample_rows = results.embed(spectrum.projection(n_clusters), kmeans_sample(results.n, seed))
-    timings["embed"] = time.perf_counter() - t0
+    # BLAS on one thread: its problems here are m x m, and OpenBLAS threads
+    # left spinning after one (about 0.1 s) take the cores from k-means
+    with _config.single_thread_blas():
+        t0 = time.perf_counter()
+        spectrum = BipartiteSpectrum(XtX, s, min_component=min_component, atoms=atoms)
+        n_clusters = spectrum.eigengap(max_clusters) if k is None else k
+        seed = rng.randint(np.iinfo(np.int32).max)
+        sample_rows = results.embed(spectrum.projection(n_clusters), kmeans_sample(results.n, seed))
+        timings["embed"] = time.perf_counter() - t0
 
-    t0 = time.perf_counter()
-    kmeans = KMeans(n_clusters, n_init=n_init, random_state=seed).fit(sample_rows)
-    results.label(kmeans)
-    timings["kmeans"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        kmeans = KMeans(n_clusters, n_init=n_init, random_state=seed).fit(sample_rows)
+        results.label(kmeans)
+        timings["kmeans"] = time.perf_counter() - t0
     return spectrum, n_clusters, kmeans
 
 

@@ -400,6 +400,24 @@ def test_dictionary_prepared_with_blas_on_one_thread(monkeypatch):
     assert len(seen) >= 5 and all(threads and set(threads) == {1} for threads in seen)
 
 
+def test_spectral_step_with_blas_on_one_thread(monkeypatch):
+    # BLAS threads left spinning by the m x m eigenproblem slowed k-means after it
+    seen = []
+    eigh = np.linalg.eigh
+
+    def recording_eigh(*args, **kwargs):
+        seen.append(_blas_threads())
+        return eigh(*args, **kwargs)
+
+    monkeypatch.setattr(np.linalg, "eigh", recording_eigh)
+    Y, _ = make_moons(300, random_state=0)
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        KDSClustering(2, n_atoms=8, max_epochs=2, random_state=0).fit(Y)
+        after = _blas_threads()
+    assert seen and all(threads and set(threads) == {1} for threads in seen)
+    assert set(after) == {2}  # and restored
+
+
 def test_blas_threads_restored_after_kernels():
     with threadpoolctl.threadpool_limits(2, user_api="blas"):
         before = _blas_threads()
