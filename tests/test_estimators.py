@@ -381,16 +381,23 @@ def _blas_threads():
     return [lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"]
 
 
+def record_blas_threads(monkeypatch, name):
+    """The BLAS threads seen inside each call of ``np.linalg.<name>``: a list,
+    one entry per call, filled as the calls come."""
+    seen = []
+    original = getattr(np.linalg, name)
+
+    def recording(*args, **kwargs):
+        seen.append(_blas_threads())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(np.linalg, name, recording)
+    return seen
+
+
 def test_dictionary_prepared_with_blas_on_one_thread(monkeypatch):
     # BLAS threads left spinning by the preparation slow the kernels after it
-    seen = []
-    eigvalsh = np.linalg.eigvalsh
-
-    def recording_eigvalsh(*args, **kwargs):
-        seen.append(_blas_threads())
-        return eigvalsh(*args, **kwargs)
-
-    monkeypatch.setattr(np.linalg, "eigvalsh", recording_eigvalsh)
+    seen = record_blas_threads(monkeypatch, "eigvalsh")
     Y, _ = make_moons(300, random_state=0)
     with threadpoolctl.threadpool_limits(2, user_api="blas"):  # what the kernels must not inherit
         model = KDS(4, max_epochs=2, random_state=0).fit(Y)
@@ -402,14 +409,7 @@ def test_dictionary_prepared_with_blas_on_one_thread(monkeypatch):
 
 def test_spectral_step_with_blas_on_one_thread(monkeypatch):
     # BLAS threads left spinning by the m x m eigenproblem slowed k-means after it
-    seen = []
-    eigh = np.linalg.eigh
-
-    def recording_eigh(*args, **kwargs):
-        seen.append(_blas_threads())
-        return eigh(*args, **kwargs)
-
-    monkeypatch.setattr(np.linalg, "eigh", recording_eigh)
+    seen = record_blas_threads(monkeypatch, "eigh")
     Y, _ = make_moons(300, random_state=0)
     with threadpoolctl.threadpool_limits(2, user_api="blas"):
         KDSClustering(2, n_atoms=8, max_epochs=2, random_state=0).fit(Y)
