@@ -42,8 +42,7 @@ def warmup(dtypes=(np.float64, np.float32)):
     # the projection; both encoders with many features (the per-point path);
     # dense codes and their CSR assembly (slots_to_dense, fill_csr); the
     # exact solver with few features (lockstep encoder, statistics, k-means++
-    # seeding); the
-    # unrolled solver (unrolled_batch, adam_update).
+    # seeding); the unrolled solver (unrolled_batch, adam_update).
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)
     Y = rng.normal(size=(64, 2))
