@@ -62,7 +62,7 @@ def main():
         phase("kernel: prefix sum", lambda: gpu._scan_on_device(buf.d_counts, n, buf.d_indptr, buf.d_tiles, s))
         phase(
             "kernel: fill CSR",
-            lambda: _cuda_kernels.fill_kernel[gpu._launch(n, s)](buf.d_X, n, buf.d_indptr, buf.d_indices, buf.d_data),
+            lambda: gpu._launch(_cuda_kernels.fill_kernel, n, s)(buf.d_X, n, buf.d_indptr, buf.d_indices, buf.d_data),
         )
         phase("copy indptr to host", lambda: buf.d_indptr[: n + 1].copy_to_host(buf.h_indptr[: n + 1], stream=s))
         nnz = int(buf.h_indptr[n])

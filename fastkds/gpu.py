@@ -23,6 +23,7 @@ copy on the host). :func:`encode_csr_cuda` keeps ``_config.CUDA_BUFFER_SETS`` se
 while the host places one chunk the GPU encodes the next ones.
 """
 
+import warnings
 from collections import deque
 
 import numpy as np
@@ -140,13 +141,34 @@ def require_cuda():
     )
 
 
-def _launch(work, stream, threads=None):
-    """Launch configuration ``(blocks, threads, stream)`` for ``work`` items in
-    a grid-stride kernel. Small work gets small blocks (whole warps): that
-    costs nothing on a GPU and keeps the simulator from starting hundreds of
-    idle Python threads."""
+#: numba.cuda's warning for a grid of fewer than 128 blocks. Launches here are
+#: sized to their work (a chunk's scan tiles, one block per reduction), so a
+#: small grid is intended, and the warning would reach the user's console
+#: dozens of times a fit.
+_LOW_OCCUPANCY = r"Grid size \d+ will likely result in GPU under-utilization"
+
+
+def _configured(kernel, blocks, threads, stream):
+    """``kernel[blocks, threads, stream]``, without numba.cuda's low-occupancy
+    warning (matched by its text, which does not depend on where numba-cuda
+    defines the warning's class). The warning filter is process-wide while
+    it is in place, for the few microseconds of the configuration."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=_LOW_OCCUPANCY)
+        return kernel[blocks, threads, stream]
+
+
+def _grid(work, threads=None):
+    """``(blocks, threads)`` for ``work`` items in a grid-stride kernel. Small
+    work gets small blocks (whole warps): that costs nothing on a GPU and
+    keeps the simulator from starting hundreds of idle Python threads."""
     threads = min(threads or _config.CUDA_THREADS, max(32, -(-work // 32) * 32))
-    return max(1, min(_config.CUDA_MAX_BLOCKS, -(-work // threads))), threads, stream
+    return max(1, min(_config.CUDA_MAX_BLOCKS, -(-work // threads))), threads
+
+
+def _launch(kernel, work, stream, threads=None):
+    """``kernel`` configured for ``work`` items on ``stream`` (:func:`_grid`)."""
+    return _configured(kernel, *_grid(work, threads), stream)
 
 
 # --------------------------------------------------------------------------
@@ -172,9 +194,13 @@ def _scan_on_device(d_counts, n, d_out, d_tiles, stream, threads=None, items=Non
     threads = min(int(threads or _config.CUDA_SCAN_THREADS), _pow2_at_least(-(-n // items)), SCAN_MAX_THREADS)
     tile = threads * items
     n_tiles = -(-n // tile)
-    scan_tiles_kernel[min(n_tiles, _config.CUDA_MAX_BLOCKS), threads, stream](d_counts, n, items, d_out, d_tiles)
-    scan_offsets_kernel[1, min(_config.CUDA_SCAN_THREADS, _pow2_at_least(n_tiles)), stream](d_tiles, n_tiles)
-    scan_add_kernel[_launch(n, stream)](d_out, n, tile, d_tiles)
+    _configured(scan_tiles_kernel, min(n_tiles, _config.CUDA_MAX_BLOCKS), threads, stream)(
+        d_counts, n, items, d_out, d_tiles
+    )
+    _configured(scan_offsets_kernel, 1, min(_config.CUDA_SCAN_THREADS, _pow2_at_least(n_tiles)), stream)(
+        d_tiles, n_tiles
+    )
+    _launch(scan_add_kernel, n, stream)(d_out, n, tile, d_tiles)
 
 
 def indptr_cuda(counts, *, threads=None, items=None):
@@ -256,10 +282,10 @@ class _StatsWorkspace:
         for lo in range(0, n, self.max_rows):
             hi = min(lo + self.max_rows, n)
             n_parts = -(-(hi - lo) // self.rows_per_part)
-            stats_partial_kernel[_launch(n_parts * ncol, stream)](
+            _launch(stats_partial_kernel, n_parts * ncol, stream)(
                 d_indptr[lo : hi + 1], d_indices, d_data, d_Y[lo:hi], hi - lo, self.rows_per_part, self.P
             )
-            stats_reduce_kernel[_launch(self.m * ncol, stream)](self.P, n_parts, self.out)
+            _launch(stats_reduce_kernel, self.m * ncol, stream)(self.P, n_parts, self.out)
 
     def result(self, stream):
         """Copy the total to the host: ``(XtX, s, XtY)``, float64."""
@@ -518,20 +544,20 @@ class CudaPreparedDictionary:
             warps = n if self.max_warps is None else min(n, self.max_warps)
             tpb = 32 * min(self.warps_per_block, warps)
             blocks = max(1, min(_config.CUDA_MAX_BLOCKS, -(-warps * 32 // tpb)))
-            warp_encode_kernel(self.R, self.dtype)[blocks, tpb, s](
+            _configured(warp_encode_kernel(self.R, self.dtype), blocks, tpb, s)(
                 buf.d_Y, self.d_Wt, self.d_Gp, self.d_wwp, self.alpha, self.lam, self.d_beta, self.d_ks,
                 self.neg_inf, n, self.n_atoms, buf.d_X, buf.d_obj, buf.d_counts,
             )  # fmt: skip
             return
         d_Bt, d_yy, scratch, iscratch = buf.thread_buffers()
         m = self.n_atoms
-        bt_kernel[_launch(n * m, s)](buf.d_Y, self.d_W, n, self.d_ks, d_Bt)
-        sqnorm_kernel[_launch(n, s)](buf.d_Y, n, self.d_ks, d_yy)
+        _launch(bt_kernel, n * m, s)(buf.d_Y, self.d_W, n, self.d_ks, d_Bt)
+        _launch(sqnorm_kernel, n, s)(buf.d_Y, n, self.d_ks, d_yy)
         # at most one thread per point and per scratch slot (whole warps)
         busy = min(n, buf.n_slots)
         tpb = min(self.threads_per_block, max(32, -(-busy // 32) * 32))
         blocks = max(1, -(-busy // tpb))
-        encode_kernel[blocks, tpb, s](
+        _configured(encode_kernel, blocks, tpb, s)(
             d_Bt, d_yy, self.d_G, self.d_ww, self.alpha, self.lam, self.d_beta, self.d_ks,
             n, buf.d_X, buf.d_obj, buf.d_counts, *scratch, *iscratch,
         )  # fmt: skip
@@ -549,7 +575,7 @@ class CudaPreparedDictionary:
         self._encode_on_device(buf, n)
         if csr:
             _scan_on_device(buf.d_counts, n, buf.d_indptr, buf.d_tiles, s)
-            fill_kernel[_launch(n, s)](buf.d_X, n, buf.d_indptr, buf.d_indices, buf.d_data)
+            _launch(fill_kernel, n, s)(buf.d_X, n, buf.d_indptr, buf.d_indices, buf.d_data)
             buf.d_indptr[: n + 1].copy_to_host(buf.h_indptr[: n + 1], stream=s)
         if objective:
             buf.d_obj[:n].copy_to_host(buf.h_obj[:n], stream=s)
