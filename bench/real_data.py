@@ -2,7 +2,7 @@
 real and synthetic set the project has, in one table.
 
     python bench/real_data.py [--data DIR] [--only NAME ...] [--seeds 3] [--first-seed 0]
-                              [--timeout 300] [--quick] [--set NAME=VALUE ...]
+                              [--timeout 300] [--quick] [--no-baselines] [--set NAME=VALUE ...]
 
 Rows: MNIST t10k, all ten digits (10,000 images) and the five of MNIST-5;
 Yale B, 2 faces; Salinas-A (the labelled pixels); noisy moons (5,000 and
@@ -31,6 +31,8 @@ Accuracy is the best one-to-one matching of clusters to classes.
 script itself. ``--set n_atoms=400 --set encoder="'active-set'"`` replaces
 defaults of fastkds (each value a Python literal), for exploring; the table
 then says so in its header and is no longer the defaults' table.
+``--no-baselines`` runs fastkds only, for exploring settings quickly; the
+other columns then read "not run".
 """
 
 import argparse
@@ -113,8 +115,9 @@ def timed_baseline(fn, args, timeout):
 # -- one row ---------------------------------------------------------------------------
 
 
-def run_row(name, title, loader, data_dir, *, seeds, timeout, quick, log, params=None, first_seed=0):
-    """Measure one row; returns a dict of its cells (``missing`` when no data)."""
+def run_row(name, title, loader, data_dir, *, seeds, timeout, quick, log, params=None, first_seed=0, baselines=True):
+    """Measure one row; returns a dict of its cells (``missing`` when no data;
+    ``baselines`` False when only fastkds ran)."""
     try:
         Y, y = loader(data_dir, 0)
     except FileNotFoundError as exc:
@@ -140,6 +143,9 @@ def run_row(name, title, loader, data_dir, *, seeds, timeout, quick, log, params
             f"  {name} seed {seed}: fastkds {row['acc'][-1]:.4f} in {row['sec'][-1]:.2f} s "
             f"(n_atoms {model.kds_.n_atoms}, {model.kds_.n_iter_} epochs)"
         )
+    row["baselines"] = baselines
+    if not baselines:
+        return row
     best = None
     for nn in NEIGHBOURS:
         labels, sec = timed_baseline(_spectral, (Y, k, nn), timeout)
@@ -170,6 +176,9 @@ def format_table(rows, timeout):
             continue
         mean, low, sec = np.mean(r["acc"]), np.min(r["acc"]), np.mean(r["sec"])
         cells = [r["title"], f"{r['n']:,}", str(r["d"]), str(r["k"]), f"{mean:.4f}", f"{low:.4f}", f"{sec:.2f}"]
+        if not r["baselines"]:
+            lines.append("| " + " | ".join(cells + ["not run"] * 9) + " |")
+            continue
         if r["spectral"] is None:
             cells += ["-", "-", f"> {timeout} s"]
             verdict, faster = "-", "-"
@@ -197,6 +206,11 @@ def main(argv=None):
     )
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds a baseline may run (default 300)")
     parser.add_argument("--quick", action="store_true", help="600-point subsamples, one seed: checks the script")
+    parser.add_argument(
+        "--no-baselines",
+        action="store_true",
+        help="fastkds only (exploring settings): the other columns read 'not run'",
+    )
     parser.add_argument(
         "--set",
         action="append",
@@ -236,6 +250,7 @@ def main(argv=None):
             log=log,
             params=params,
             first_seed=args.first_seed,
+            baselines=not args.no_baselines,
         )
         for name, title, loader in ROWS
         if args.only is None or name in args.only

@@ -27,6 +27,14 @@ def test_quick_table_on_generated_rows(bench_script, capsys, tmp_path):
     assert table[3].count("|") == table[0].count("|")
 
 
+def test_fastkds_alone(bench_script, capsys, tmp_path):
+    rows = bench_script.main(["--quick", "--only", "moons", "--no-baselines", "--data", str(tmp_path)])
+    table = [line for line in capsys.readouterr().out.splitlines() if line.startswith("|")]
+    assert rows[0]["baselines"] is False and "spectral" not in rows[0]
+    assert table[2].startswith("| noisy moons | 600 |") and table[2].count("not run") == 9
+    assert table[2].count("|") == table[0].count("|")
+
+
 def test_baseline_past_its_time_limit_reads_as_not_finished(bench_script):
     labels, sec = bench_script.timed_baseline(time.sleep, (10.0,), timeout=2.0)
     assert labels is None and sec is None
