@@ -46,6 +46,7 @@ from sklearn.cluster import KMeans
 from fastkds import KDSClustering, clustering_accuracy, sparse_encode
 from fastkds.datasets import find_data_dir
 from fastkds.experiments import DATA_SETS, load_data_set
+from fastkds.spectral import BipartiteSpectrum, normalize_rows
 
 
 def screened_step(Y, W, lam):
@@ -62,16 +63,10 @@ def screened_step(Y, W, lam):
 
 
 def spectral_labels(X, k, seed):
-    """k-means on the row-normalised bipartite embedding of the codes ``X`` (sparse)."""
-    s = np.asarray(X.sum(axis=0)).ravel()
-    X = X[:, s > 0]
-    r = 1.0 / np.sqrt(s[s > 0])
-    M = r[:, None] * (X.T @ X).toarray() * r[None, :]
-    vals, vecs = np.linalg.eigh(0.5 * (M + M.T))
-    top = np.argsort(vals)[::-1][:k]
-    U = X @ (r[:, None] * vecs[:, top]) / np.sqrt(np.clip(vals[top], 1e-12, None))
-    U /= np.maximum(np.linalg.norm(U, axis=1, keepdims=True), 1e-300)
-    return KMeans(k, n_init=10, random_state=seed).fit_predict(U)
+    """k-means on the row-normalised bipartite embedding of the codes ``X``
+    (sparse): fastkds's spectral step, with no outlier components left out."""
+    spectrum = BipartiteSpectrum((X.T @ X).toarray(), np.asarray(X.sum(axis=0)).ravel())
+    return KMeans(k, n_init=10, random_state=seed).fit_predict(normalize_rows(spectrum.embed(X, k)))
 
 
 def entropic_codes(Y, W, lam, kappa, r=24, n_steps=300):

@@ -3,6 +3,7 @@ reports holds for the exact codes, and its entropic codes lie on the simplex."""
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from fastkds import sparse_encode
 
@@ -44,3 +45,14 @@ def test_entropic_codes_on_the_simplex_over_the_nearest_atoms(bench_script):
     outside = np.ones_like(X, dtype=bool)
     np.put_along_axis(outside, nearest, False, 1)
     assert not np.any(X[outside] > 0)
+
+
+def test_spectral_labels_split_a_code_graph_in_two_pieces(bench_script):
+    # codes that use atoms 0-4 or atoms 5-9, never both: two components
+    rng = np.random.default_rng(3)
+    side = np.repeat([0, 1], 100)
+    X = np.zeros((200, 10))
+    for i, g in enumerate(side):
+        X[i, rng.choice(5, 2, replace=False) + 5 * g] = 0.5
+    labels = bench_script.spectral_labels(sp.csr_array(X), 2, 0)
+    assert abs(np.mean(labels == side) - 0.5) == 0.5
