@@ -55,8 +55,22 @@ def step_size(W, step="centred", dtype=np.float64):
     return 1.0 / top
 
 
+def far_out(W):
+    """Atoms beyond Tukey's far-out fence (upper quartile + 3 IQR) of the
+    atoms' distances from the mean atom (boolean, length m)."""
+    W = np.asarray(W, dtype=np.float64)
+    radii = np.linalg.norm(W - W.mean(axis=0), axis=1)
+    q1, q3 = np.quantile(radii, [0.25, 0.75])
+    return radii > q3 + 3 * (q3 - q1)
+
+
 def encode(Y, W, lam, n_iter, alpha=None, step="centred"):
     """Accelerated projected-gradient encoder, batched.
+
+    With the centred step, when some atoms are :func:`far_out`, the points
+    that the screening rule ``||y - w_j||^2 <= (1 + 1/lam)^2 min_k ||y -
+    w_k||^2`` lets use none of them are encoded on the other atoms alone, at
+    those atoms' own centred step (docs/algorithm.md, "Far atoms").
 
     Parameters
     ----------
@@ -66,7 +80,8 @@ def encode(Y, W, lam, n_iter, alpha=None, step="centred"):
     n_iter : int
         T, the number of iterations.
     alpha : float, optional
-        Step; defaults to :func:`step_size` of ``W`` by the rule ``step``.
+        Step; defaults to :func:`step_size` of ``W`` by the rule ``step``
+        (a given step applies to every point and atom).
     step : {"centred", "paper"}, default="centred"
 
     Returns
@@ -74,11 +89,35 @@ def encode(Y, W, lam, n_iter, alpha=None, step="centred"):
     X : ndarray of shape (n, m), rows on the simplex.
     """
     dtype = Y.dtype
-    if alpha is None:
-        alpha = step_size(W, step, dtype)
-    if step == "centred":  # the same iteration on the centred problem
-        mu = W.mean(axis=0)
-        Y, W = Y - mu.astype(dtype), W - mu
+    shift = W.mean(axis=0) if step == "centred" else None
+    with np.errstate(over="ignore", divide="ignore"):
+        ratio = np.square(1 + 1 / np.float64(lam)) if lam > 0 else np.inf
+    near = None
+    if alpha is None and step == "centred" and np.isfinite(ratio) and far_out(W).any():
+        near = ~far_out(W)
+        # the near atoms' own step, unless they coincide (no finite step)
+        W64 = np.asarray(W, dtype=np.float64)
+        spread = np.linalg.norm(W64[near] - W64[near].mean(axis=0), 2) ** 2
+        near = near if spread > np.sqrt(np.finfo(dtype).eps) * ((W64[near] - W64.mean(axis=0)) ** 2).sum() else None
+    if near is None:
+        alpha = step_size(W, step, dtype) if alpha is None else alpha
+        return _accelerated(Y, W, lam, n_iter, alpha, shift)
+    dist = squared_distances(Y.astype(np.float64), np.asarray(W, dtype=np.float64))
+    uses_far = (dist[:, ~near] <= ratio * dist.min(axis=1, keepdims=True)).any(axis=1)
+    X = np.zeros((Y.shape[0], W.shape[0]), dtype=dtype)
+    # both groups on the problem less the whole dictionary's mean atom
+    X[uses_far] = _accelerated(Y[uses_far], W, lam, n_iter, step_size(W, step, dtype), shift)
+    X[np.ix_(~uses_far, near)] = _accelerated(Y[~uses_far], W[near], lam, n_iter, 1.0 / spread, shift)
+    return X
+
+
+def _accelerated(Y, W, lam, n_iter, alpha, shift):
+    """T steps of accelerated projected gradient at step ``alpha``, on the
+    problem less ``shift`` (a point, or None). The first step starts from
+    zero, so it is the one step that depends on the shift."""
+    dtype = Y.dtype
+    if shift is not None:  # the same problem, centred
+        Y, W = Y - shift.astype(dtype), W - shift
     alpha = dtype.type(alpha)
     lam = dtype.type(lam)
     Dist = squared_distances(Y, W)

@@ -215,9 +215,10 @@ class FittedEncoder:
     def prepare(self, backend, dtype):
         """The dictionary prepared by ``backend`` for data of ``dtype``."""
         prepared = backend.prepare(self.W, self.lam, self.n_iter, dtype, self.step, self.encoder)
-        if self.fixed_step is not None:
+        if self.fixed_step is not None:  # one step for every point and atom
             prepared.alpha_value = float(self.fixed_step)
             prepared.alpha = prepared.dtype.type(self.fixed_step)
+            prepared.near = None
         return prepared
 
     def rows_per_chunk(self, backend, n_features):

@@ -2,9 +2,11 @@
 helpers the backends, solvers and estimators share.
 
 A dictionary prepared for encoding (centred atoms, Gram matrix, step,
-momentum and typed constants), the checks of the ``encoder`` and ``step``
-parameters, the offset test behind :class:`~fastkds.exceptions.OffCentreDataWarning`,
-and the assembly of per-chunk codes into CSR arrays.
+momentum and typed constants), the atoms far out that the step leaves aside
+and the screening rule that keeps that safe, the checks of the ``encoder``
+and ``step`` parameters, the offset test behind
+:class:`~fastkds.exceptions.OffCentreDataWarning`, and the assembly of
+per-chunk codes into CSR arrays.
 
 It sits below :mod:`fastkds._backends`, :mod:`fastkds.gpu` and
 :mod:`fastkds.solvers`, which all build on it, and imports only the kernels
@@ -103,6 +105,98 @@ def _sigma_max_sq(A):
     """``sigma_max(A)^2`` from the smaller of ``A^T A`` and ``A A^T`` (A not empty)."""
     gram = A.T @ A if A.shape[1] <= A.shape[0] else A @ A.T
     return float(np.linalg.eigvalsh(gram)[-1])
+
+
+#: Tukey's "far out" fence, in interquartile ranges above the upper quartile.
+FAR_OUT_FENCE = 3.0
+
+
+def far_atoms(centred_sq_norms):
+    """Atoms far out from the rest, which the centred step leaves aside.
+
+    An atom is far out when its distance from the mean atom lies beyond
+    Tukey's far-out fence of all atoms' distances (upper quartile plus
+    :data:`FAR_OUT_FENCE` interquartile ranges). A few such atoms (kept by
+    outlying points) can set ``sigma_max`` of the centred dictionary alone,
+    and with it a step many times too small for every other point
+    (docs/algorithm.md, "Far atoms").
+
+    Parameters
+    ----------
+    centred_sq_norms : ndarray of shape (m,)
+        Squared distances of the atoms from the mean atom.
+
+    Returns
+    -------
+    ndarray of shape (m,), bool
+    """
+    radii = np.sqrt(np.maximum(centred_sq_norms, 0.0))
+    if radii.size == 0:
+        return np.zeros(0, dtype=bool)
+    q1, q3 = np.percentile(radii, [25, 75])
+    return radii > q3 + FAR_OUT_FENCE * (q3 - q1)
+
+
+def screening_ratio(lam):
+    """``(1 + 1 / lam)^2``: atom j can be in the optimal code of a point only
+    if ``||y - w_j||^2 <= screening_ratio(lam) * min_k ||y - w_k||^2``.
+
+    A safe screening rule (docs/algorithm.md, "Far atoms"): at the optimum
+    the residual r satisfies ``||r||^2 <= d_min`` (the objective is at most
+    that of the nearest atom's code), and the optimality conditions then
+    bound ``sqrt(d_j) - sqrt(d_min)`` by ``sqrt(d_min) / lam``.
+
+    Parameters
+    ----------
+    lam : float, > 0
+
+    Returns
+    -------
+    float
+        ``inf`` where it overflows (every atom may then be used).
+    """
+    with np.errstate(over="ignore", divide="ignore"):
+        return float(np.square(1.0 + np.float64(1.0) / np.float64(lam)))
+
+
+class _NearAtoms:
+    """The atoms that are not :func:`far_atoms`, with what the kernels need
+    to encode on them alone at their own step (``1 / sigma_max^2`` of these
+    atoms less their own mean).
+
+    Build with :meth:`find`. ``index`` and ``far`` are the near and far
+    atoms' indices in the whole dictionary, ascending.
+    """
+
+    def __init__(self, index, far, W, G64, alpha_value, dtype):
+        self.index = index.astype(np.int32)
+        self.far = far
+        G64 = G64[np.ix_(index, index)]
+        self.G = G64.astype(dtype)
+        self.G_padded = np.zeros((G64.shape[0], _kernels.padded_atoms(G64.shape[0])), dtype=dtype)
+        self.G_padded[:, : G64.shape[1]] = self.G
+        self.W = np.ascontiguousarray(W[index])
+        self.ww = np.ascontiguousarray(np.diag(G64)).astype(dtype)
+        self.alpha_value = alpha_value
+        self.alpha = dtype.type(alpha_value)
+        self.ks = typed_constants(index.shape[0], dtype)
+
+    @classmethod
+    def find(cls, W, G64, dtype):
+        """The near atoms of the centred dictionary ``W`` (Gram matrix ``G64``,
+        in float64), or None when no atom is far out, or when the near ones
+        coincide (no finite step of their own)."""
+        far = far_atoms(np.diag(G64))
+        if not far.any():
+            return None
+        index = np.flatnonzero(~far)
+        G = G64[np.ix_(index, index)]
+        mean = G.mean(axis=0)
+        # sigma_max^2 of the near atoms less their own mean atom
+        top = float(np.linalg.eigvalsh(G - mean[:, None] - mean[None, :] + mean.mean())[-1])
+        if not top > np.sqrt(np.finfo(dtype).eps) * float(np.trace(G)):
+            return None
+        return cls(index, np.flatnonzero(far), W, G64, 1.0 / top, dtype)
 
 
 #: The encoder's step rules (the ``step`` parameter of the estimators).
@@ -249,6 +343,15 @@ class PreparedDictionary:
         self.lam = self.dtype.type(lam)
         self.beta = momentum(n_iter, self.dtype)
         self.ks = typed_constants(W64.shape[0], self.dtype)
+        #: With the centred step, the atoms that are not far out (a
+        #: :class:`_NearAtoms`, or None when none is): points whose optimal
+        #: codes cannot use a far atom (:func:`screening_ratio`) are encoded
+        #: on the near atoms alone, at the larger step of those.
+        self.near = None
+        self.screening_ratio = screening_ratio(lam) if lam > 0 else np.inf
+        if step == "centred" and np.isfinite(self.screening_ratio):
+            with single_thread_blas():
+                self.near = _NearAtoms.find(self.W, G64, self.dtype)
 
     @property
     def n_atoms(self):
@@ -308,25 +411,91 @@ class PreparedDictionary:
                 fallbacks,
             )
             self.n_fallbacks += int(fallbacks.sum())
+        elif self.near is None:
+            self._encode_apg(self, B, yy, counts, slot_idx, slot_val, obj)
         else:
-            _kernels.encode_codes(
-                B,
-                yy,
-                self.G,
-                self.G_padded,
-                self.W,
-                self.ww,
-                self.alpha,
-                self.lam,
-                self.beta,
-                self.ks,
-                counts,
-                slot_idx,
-                slot_val,
-                obj,
-                numba.get_num_threads(),
-            )
+            self._encode_apg_near(B, yy, counts, slot_idx, slot_val, obj)
         return counts, slot_idx, slot_val, obj
+
+    def _encode_apg(self, atoms, B, yy, counts, slot_idx, slot_val, obj):
+        """The accelerated encoder on ``atoms`` (``self`` or ``self.near``),
+        with their Gram matrix and step."""
+        _kernels.encode_codes(
+            B,
+            yy,
+            atoms.G,
+            atoms.G_padded,
+            atoms.W,
+            atoms.ww,
+            atoms.alpha,
+            self.lam,
+            self.beta,
+            atoms.ks,
+            counts,
+            slot_idx,
+            slot_val,
+            obj,
+            numba.get_num_threads(),
+        )
+
+    def _encode_apg_near(self, B, yy, counts, slot_idx, slot_val, obj):
+        """The accelerated encoder with far atoms in the dictionary: points
+        that may use one (:meth:`may_use_far`) are encoded on every atom at
+        the whole dictionary's step, the others on the near atoms at theirs.
+        Both solve the same problem, so the second have the same optimum."""
+        near = self.near
+        uses_far = self.may_use_far(B, yy)
+        for rows, atoms in ((np.flatnonzero(uses_far), self), (np.flatnonzero(~uses_far), near)):
+            if rows.size == 0:
+                continue
+            B_rows = B[rows] if atoms is self else B[np.ix_(rows, near.index)]
+            k = atoms.G.shape[0]
+            part = (
+                np.empty(rows.size, dtype=np.int64),
+                np.empty((rows.size, k), dtype=np.int32),
+                np.empty((rows.size, k), dtype=self.dtype),
+                np.empty(rows.size, dtype=self.dtype),
+            )
+            self._encode_apg(atoms, np.ascontiguousarray(B_rows), yy[rows], *part)
+            part_counts, part_idx, part_val, part_obj = part
+            counts[rows] = part_counts
+            # slots past a row's count hold no index; clip keeps them in range
+            slot_idx[rows, :k] = part_idx if atoms is self else np.take(near.index, part_idx, mode="clip")
+            slot_val[rows, :k] = part_val
+            obj[rows] = part_obj
+
+    def may_use_far(self, B, yy):
+        """Which points may have a far atom in their optimal code.
+
+        By :func:`screening_ratio`, the point i cannot use atom j when
+        ``||y_i - w_j||^2 > screening_ratio(lam) * min_k ||y_i - w_k||^2``.
+        The distances come from the products ``B = Y W^T`` the encoder
+        forms anyway, in float64, with a margin for their rounding.
+
+        Parameters
+        ----------
+        B : ndarray of shape (n, m)
+            ``Y W^T`` of the (centred) points.
+        yy : ndarray of shape (n,)
+            Their squared norms.
+
+        Returns
+        -------
+        ndarray of shape (n,), bool
+            False for every point when no atom is far out.
+        """
+        n = B.shape[0]
+        if self.near is None:
+            return np.zeros(n, dtype=bool)
+        yy = yy.astype(np.float64)[:, None]
+        ww = self.ww.astype(np.float64)
+        dist = yy - 2.0 * B + ww
+        # |rounding| of yy - 2 y.w + ww in the working dtype: a few units of
+        # yy + ww (|2 y.w| is at most that); each side errs towards "may use"
+        slack = 8.0 * float(np.finfo(self.dtype).eps) * (yy + ww)
+        nearest = (dist + slack).min(axis=1)
+        far = self.near.far
+        return ((dist[:, far] - slack[:, far]) <= self.screening_ratio * nearest[:, None]).any(axis=1)
 
     def encode_csr(self, Y, buffers=None):
         """CSR triple ``(indptr, indices, data)`` of a chunk's codes, and its

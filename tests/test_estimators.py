@@ -133,8 +133,9 @@ def test_kds_objective_history(kds_moons):
 
 
 def repeated_moons_with_outliers(seed):
-    """Moons whose rows repeat, with two far points: atoms get re-seeded and
-    the objective rises between epochs, as on Salinas-A."""
+    """Moons whose rows repeat, with two far points that keep atoms of their
+    own, as on Salinas-A: with one step for every point (the paper's), the
+    objective rises between epochs."""
     Y, _ = make_moons(400, random_state=seed)
     return np.vstack([np.repeat(Y, 4, axis=0), [[40.0, 40.0], [-25.0, 30.0]]])
 
@@ -144,7 +145,7 @@ def test_kds_stops_at_the_first_epoch_that_does_not_improve(tol):
     Y = repeated_moons_with_outliers(1)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        kds = KDS(16, tol=tol, max_epochs=60, random_state=1).fit(Y)
+        kds = KDS(16, tol=tol, max_epochs=60, step="paper", random_state=1).fit(Y)
     F = kds.objective_
     assert F[-1] > F[-2]  # the objective rose: a change of more than tol, but no improvement
     # every epoch before the last lowered the lowest objective so far by more than tol of it
@@ -152,6 +153,16 @@ def test_kds_stops_at_the_first_epoch_that_does_not_improve(tol):
         assert F[i] < (1 - tol) * F[:i].min()
     assert F[-1] >= (1 - tol) * F[:-1].min()
     assert kds.n_iter_ == len(F) < 60
+
+
+def test_far_atoms_keep_the_objective_falling():
+    """The centred step leaves the two far points' atoms aside for the other
+    points (fastkds.prepared.far_atoms): every epoch lowers the objective,
+    where one step for every point makes it rise (the test above)."""
+    Y = repeated_moons_with_outliers(1)
+    with pytest.warns(ConvergenceWarning, match="max_epochs"):
+        kds = KDS(16, tol=0.0, max_epochs=20, random_state=1).fit(Y)
+    assert np.all(np.diff(kds.objective_) < 0)
 
 
 def test_kds_tol_zero_runs_every_epoch():
