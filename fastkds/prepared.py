@@ -266,7 +266,10 @@ class PreparedDictionary:
         ``"centred"``: the encoder runs on the centred problem (points and
         atoms less the mean atom), with ``alpha = 1 / sigma_max(W - mean
         atom)^2``: the same objective and optimum, with codes that do not
-        depend on where the data sit (docs/algorithm.md).
+        depend on where the data sit (docs/algorithm.md). When some atoms
+        are :func:`far_atoms`, the points that cannot use them
+        (:func:`screening_ratio`) are encoded on the others at their own
+        step (:attr:`near`).
         ``"paper"``: the paper's iteration on the data as given, ``alpha = 1
         / sigma_max(W)^2``.
     encoder : {"apg", "active-set"}, default="apg"

@@ -48,7 +48,12 @@ KDS_PARAMS_DOC = """
         the points and atoms less the mean atom, with step ``1 /
         sigma_max(W - mean atom)^2``. Codes sum to 1, so the objective does
         not change when the data and the atoms move together: the same
-        optimum, and codes that do not depend on where the data sit. ``"paper"``: ``1 / sigma_max(W)^2``,
+        optimum, and codes that do not depend on where the data sit. Atoms
+        far out from the rest (beyond Tukey's far-out fence of their
+        distances from the mean atom) do not set that step for the points
+        that provably cannot use them: those are encoded on the other atoms
+        at their own step (docs/algorithm.md, "Far atoms"; on the CPU).
+        ``"paper"``: ``1 / sigma_max(W)^2``,
         which shrinks as the data move away from the origin (a warning says
         when T steps may then stop short); ``fastkds paper`` uses it to
         reproduce the paper as written. ``solver="unrolled"`` trains the
