@@ -74,7 +74,10 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         The learned atoms, one per row, in the dtype of the training data.
     step_ : float
         Encoder step of ``components_`` by the ``step`` rule, or the learned step
-        (``solver="unrolled"`` with ``train_step=True``).
+        (``solver="unrolled"`` with ``train_step=True``). With the centred
+        step and atoms far out from the rest, this is the step of the points
+        that may use a far atom; the others take the larger step of the
+        near atoms (docs/algorithm.md, "Far atoms").
     n_iter_ : int
         Epochs run (passes over the data; ``partial_fit`` calls add one each).
     objective_ : ndarray
