@@ -44,6 +44,11 @@ How threads map to work
 - Either way every point is computed by one thread or one warp alone, so codes
   do not depend on the launch configuration. Both encoders also write each
   row's support size (``counts``).
+- Far atoms (the centred step's rule, :mod:`fastkds.prepared`): with far
+  atoms each chunk is encoded on every atom and on the near ones alone;
+  :func:`may_use_far_kernel` (one point per thread) marks the points whose
+  screening radius holds a far atom, and :func:`merge_near_kernel` (one row
+  per thread) gives the other rows the near atoms' codes.
 - CSR assembly, all on the device: an exclusive prefix sum of the counts into
   ``indptr`` (:func:`scan_tiles_kernel`: a block scans a tile of
   ``threads * items`` rows in shared memory and writes the tile's total;
@@ -468,6 +473,67 @@ def encode_kernel(Bt, yy, G, ww, alpha, lam, beta, ks, n, X, obj, counts, ac, di
         )  # fmt: skip
         obj[i] = f
         counts[i] = nx
+
+
+# --------------------------------------------------------------------------
+# Kernels: far atoms (fastkds.prepared.PreparedDictionary.may_use_far)
+# --------------------------------------------------------------------------
+
+
+@cuda.jit(cache=True)
+def may_use_far_kernel(Y, W, ww, far, ratio, slack, n, uses_far):
+    """``uses_far[i] = 1`` when a far atom lies within the screening radius
+    of point i (``||y - w_j||^2 <= ratio * min_k ||y - w_k||^2``), else 0.
+
+    The CPU's rule and margin (:meth:`PreparedDictionary.may_use_far`): each
+    squared distance is taken ``slack * (||y||^2 + ||w||^2)`` towards "may
+    use", here from direct differences in float64. One point per thread.
+    """
+    m = W.shape[0]
+    d = W.shape[1]
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, n, stride):
+        yy = 0.0
+        for k in range(d):
+            yy += float(Y[i, k]) * float(Y[i, k])
+        nearest = np.inf
+        for j in range(m):
+            acc = 0.0
+            for k in range(d):
+                diff = float(Y[i, k]) - float(W[j, k])
+                acc += diff * diff
+            acc += slack * (yy + float(ww[j]))
+            if acc < nearest:
+                nearest = acc
+        flag = 0
+        for q in range(far.shape[0]):
+            j = far[q]
+            acc = 0.0
+            for k in range(d):
+                diff = float(Y[i, k]) - float(W[j, k])
+                acc += diff * diff
+            if acc - slack * (yy + float(ww[j])) <= ratio * nearest:
+                flag = 1
+        uses_far[i] = flag
+
+
+@cuda.jit(cache=True)
+def merge_near_kernel(X, obj, counts, X_near, obj_near, counts_near, near, uses_far, n):
+    """Rows i < n with ``uses_far[i] == 0`` take the near atoms' code
+    (``X_near[i, q]`` into column ``near[q]``), objective and support size.
+    One row per thread."""
+    m = X.shape[1]
+    start = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    for i in range(start, n, stride):
+        if uses_far[i] == 0:
+            for j in range(m):
+                X[i, j] = 0
+            for q in range(near.shape[0]):
+                X[i, near[q]] = X_near[i, q]
+            obj[i] = obj_near[i]
+            counts[i] = counts_near[i]
 
 
 # --------------------------------------------------------------------------

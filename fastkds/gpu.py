@@ -25,6 +25,7 @@ while the host places one chunk the GPU encodes the next ones.
 
 import warnings
 from collections import deque
+from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
@@ -39,6 +40,8 @@ from ._cuda_kernels import (
     bt_kernel,
     encode_kernel,
     fill_kernel,
+    may_use_far_kernel,
+    merge_near_kernel,
     scan_add_kernel,
     scan_offsets_kernel,
     scan_tiles_kernel,
@@ -355,12 +358,25 @@ class CudaBuffers:
         All work on these buffers is queued here, so buffer sets overlap.
     """
 
-    def __init__(self, capacity, n_atoms, n_features, dtype, n_slots):
+    def __init__(self, capacity, n_atoms, n_features, dtype, n_slots, share=None):
         self.capacity = capacity
         self.n_slots = n_slots
         self.dtype = dtype
         self.n_atoms = n_atoms
         m, d = n_atoms, n_features
+        self._thread = None  # Bt, yy and scratch of the thread encoder, on first use
+        self._h_X = None  # dense codes on the host: only encode_dense needs them
+        #: the near atoms' buffers, with far atoms (see CudaPreparedDictionary.near)
+        self.near = None
+        if share is not None:
+            # the near atoms' encoder: the rows and the stream of ``share``,
+            # its own codes, objectives and support sizes
+            s = self.stream = share.stream
+            self.d_Y = share.d_Y
+            self.d_X = cuda.device_array((capacity, m), dtype=dtype, stream=s)
+            self.d_obj = cuda.device_array(capacity, dtype=dtype, stream=s)
+            self.d_counts = cuda.device_array(capacity, dtype=np.int32, stream=s)
+            return
         s = self.stream = cuda.stream()
         self.h_Y = cuda.pinned_array((capacity, d), dtype=dtype)
         self.d_Y = cuda.device_array((capacity, d), dtype=dtype, stream=s)
@@ -375,8 +391,6 @@ class CudaBuffers:
         self.d_tiles = cuda.device_array(-(-capacity // (32 * _config.CUDA_SCAN_ITEMS)) + 1, dtype=np.int64, stream=s)
         self.d_indices = cuda.device_array(max(1, capacity * m), dtype=np.int32, stream=s)
         self.d_data = cuda.device_array(max(1, capacity * m), dtype=dtype, stream=s)
-        self._thread = None  # Bt, yy and scratch of the thread encoder, on first use
-        self._h_X = None  # dense codes on the host: only encode_dense needs them
         self._nnz_cap = 0
         self._grow_host(capacity * min(m, 4))
 
@@ -466,6 +480,36 @@ class CudaPreparedDictionary:
     ):  # fmt: skip
         require_cuda()
         host = PreparedDictionary(W, lam, n_iter, dtype, step)
+        settings = dict(
+            kernel=kernel, threads_per_block=threads_per_block, scratch_budget=scratch_budget,
+            warps_per_block=warps_per_block, max_warps=max_warps,
+        )  # fmt: skip
+        self._upload(host, **settings)
+        #: With far atoms (:attr:`PreparedDictionary.near`), the encoder of the
+        #: near atoms at their own step (a CudaPreparedDictionary), or None.
+        #: Every chunk is then encoded by both, and the points that cannot
+        #: use a far atom take the near atoms' codes, as on the CPU.
+        self.near = None
+        if host.near is not None:
+            near = host.near
+            self.near = CudaPreparedDictionary.__new__(CudaPreparedDictionary)
+            self.near._upload(
+                SimpleNamespace(
+                    dtype=host.dtype, alpha_value=near.alpha_value, W=near.W, G=near.G, ww=near.ww,
+                    shift=None, alpha=near.alpha, lam=host.lam, beta=host.beta, ks=near.ks,
+                ),
+                **settings,
+            )  # fmt: skip
+            self.near.near = None
+            self.screening_ratio = host.screening_ratio
+            self.d_near_index = cuda.to_device(near.index)
+            self.d_far_index = cuda.to_device(near.far.astype(np.int32))
+            self.d_atoms = cuda.to_device(host.W)
+            self.d_atoms_ww = cuda.to_device(host.ww)
+
+    def _upload(self, host, *, kernel, threads_per_block, scratch_budget, warps_per_block, max_warps):
+        """Take the host-side quantities of ``host`` (a PreparedDictionary, or
+        the same attributes) and copy what the kernels read to the device."""
         self.dtype = host.dtype
         self.alpha_value = host.alpha_value
         self.W, self.G, self.ww = host.W, host.G, host.ww
@@ -521,13 +565,23 @@ class CudaPreparedDictionary:
         CudaBuffers
         """
         chunk_size = max(1, int(chunk_size))
-        tpb = self.threads_per_block
+        buffers = CudaBuffers(chunk_size, self.n_atoms, self.n_features, self.dtype, self._slots(chunk_size, n_slots))
+        if self.near is not None:
+            near = self.near
+            buffers.near = CudaBuffers(
+                chunk_size, near.n_atoms, near.n_features, near.dtype, near._slots(chunk_size, n_slots), share=buffers
+            )
+            buffers.d_uses_far = cuda.device_array(chunk_size, dtype=np.int32, stream=buffers.stream)
+        return buffers
+
+    def _slots(self, chunk_size, n_slots):
+        """The thread encoder's scratch columns (see :meth:`allocate`)."""
         if n_slots is None:
-            m = self.n_atoms
-            per_slot = m * (5 * self.dtype.itemsize + 4 * 4)  # 5 float vectors, 4 m of int32
+            tpb = self.threads_per_block
+            per_slot = self.n_atoms * (5 * self.dtype.itemsize + 4 * 4)  # 5 float vectors, 4 m of int32
             by_budget = max(tpb, (self.scratch_budget // per_slot) // tpb * tpb)
             n_slots = min(-(-chunk_size // tpb) * tpb, by_budget)
-        return CudaBuffers(chunk_size, self.n_atoms, self.n_features, self.dtype, max(1, int(n_slots)))
+        return max(1, int(n_slots))
 
     def _check_chunk(self, Y, buffers):
         """``Y`` checked as :func:`_check_data` does, and against the buffers' capacity."""
@@ -538,7 +592,25 @@ class CudaPreparedDictionary:
 
     def _encode_on_device(self, buf, n):
         """Queue the encoder on rows 0..n-1 of ``buf.d_Y``: ``buf.d_X``,
-        ``buf.d_obj`` and ``buf.d_counts``."""
+        ``buf.d_obj`` and ``buf.d_counts``. With far atoms, the near atoms'
+        encoder runs on the same rows, and the rows that cannot use a far
+        atom take its results."""
+        self._encode_rows(buf, n)
+        if self.near is None or n == 0:
+            return
+        s = buf.stream
+        self.near._encode_rows(buf.near, n)
+        slack = 8.0 * float(np.finfo(self.dtype).eps)
+        _launch(may_use_far_kernel, n, s)(
+            buf.d_Y, self.d_atoms, self.d_atoms_ww, self.d_far_index, self.screening_ratio, slack, n, buf.d_uses_far
+        )
+        _launch(merge_near_kernel, n, s)(
+            buf.d_X, buf.d_obj, buf.d_counts, buf.near.d_X, buf.near.d_obj, buf.near.d_counts,
+            self.d_near_index, buf.d_uses_far, n,
+        )  # fmt: skip
+
+    def _encode_rows(self, buf, n):
+        """The encoder of these atoms alone on rows 0..n-1 of ``buf.d_Y``."""
         s = buf.stream
         if self.kernel == "warp":
             warps = n if self.max_warps is None else min(n, self.max_warps)

@@ -52,7 +52,7 @@ KDS_PARAMS_DOC = """
         far out from the rest (beyond Tukey's far-out fence of their
         distances from the mean atom) do not set that step for the points
         that provably cannot use them: those are encoded on the other atoms
-        at their own step (docs/algorithm.md, "Far atoms"; on the CPU).
+        at their own step (docs/algorithm.md, "Far atoms").
         ``"paper"``: ``1 / sigma_max(W)^2``,
         which shrinks as the data move away from the origin (a warning says
         when T steps may then stop short); ``fastkds paper`` uses it to
