@@ -795,6 +795,62 @@ def fill_csr_from_slots(counts, slot_idx, slot_val, indptr, indices, data):
 
 
 # --------------------------------------------------------------------------
+# Far atoms: which points may use one, and the two groups' rows
+# --------------------------------------------------------------------------
+
+
+@njit(parallel=True, cache=True)
+def may_use_far(B, yy, ww, far, ratio, slack, out):
+    """``out[i]``: whether a far atom lies within the screening radius of
+    point i, ``||y - w_j||^2 <= ratio * min_k ||y - w_k||^2``.
+
+    Distances ``yy - 2 B + ww`` in float64; each is taken ``slack * (yy +
+    ww_j)`` towards "may use" (their rounding in the working dtype). See
+    :meth:`fastkds.prepared.PreparedDictionary.may_use_far`.
+    """
+    n, m = B.shape
+    for i in prange(n):
+        y2 = np.float64(yy[i])
+        nearest = np.inf
+        for j in range(m):
+            w2 = np.float64(ww[j])
+            dist = (y2 - 2.0 * np.float64(B[i, j])) + w2
+            nearest = min(nearest, dist + slack * (y2 + w2))
+        hit = False
+        for q in range(far.shape[0]):
+            j = far[q]
+            w2 = np.float64(ww[j])
+            dist = (y2 - 2.0 * np.float64(B[i, j])) + w2
+            if dist - slack * (y2 + w2) <= ratio * nearest:
+                hit = True
+        out[i] = hit
+
+
+@njit(parallel=True, cache=True)
+def gather_block(A, rows, cols, out):
+    """``out[r, c] = A[rows[r], cols[c]]``."""
+    for r in prange(rows.shape[0]):
+        i = rows[r]
+        for c in range(cols.shape[0]):
+            out[r, c] = A[i, cols[c]]
+
+
+@njit(parallel=True, cache=True)
+def scatter_slots(rows, atoms, part_counts, part_idx, part_val, part_obj, counts, slot_idx, slot_val, obj):
+    """Row ``r`` of a group's slots into row ``rows[r]`` of the chunk's, its
+    atom numbers mapped through ``atoms`` (the group's atoms, ascending, so
+    the slots stay ascending)."""
+    for r in prange(rows.shape[0]):
+        i = rows[r]
+        k = part_counts[r]
+        counts[i] = k
+        obj[i] = part_obj[r]
+        for q in range(k):
+            slot_idx[i, q] = atoms[part_idx[r, q]]
+            slot_val[i, q] = part_val[r, q]
+
+
+# --------------------------------------------------------------------------
 # CSR assembly: count, prefix sum, fill
 # --------------------------------------------------------------------------
 

@@ -448,24 +448,24 @@ class PreparedDictionary:
         Both solve the same problem, so the second have the same optimum."""
         near = self.near
         uses_far = self.may_use_far(B, yy)
-        for rows, atoms in ((np.flatnonzero(uses_far), self), (np.flatnonzero(~uses_far), near)):
+        everyone = np.arange(self.n_atoms, dtype=np.int32)
+        for rows, atoms, index in (
+            (np.flatnonzero(uses_far), self, everyone),
+            (np.flatnonzero(~uses_far), near, near.index),
+        ):
             if rows.size == 0:
                 continue
-            B_rows = B[rows] if atoms is self else B[np.ix_(rows, near.index)]
-            k = atoms.G.shape[0]
+            k = index.shape[0]
+            B_rows = np.empty((rows.size, k), dtype=self.dtype)
+            _kernels.gather_block(B, rows, index, B_rows)
             part = (
                 np.empty(rows.size, dtype=np.int64),
                 np.empty((rows.size, k), dtype=np.int32),
                 np.empty((rows.size, k), dtype=self.dtype),
                 np.empty(rows.size, dtype=self.dtype),
             )
-            self._encode_apg(atoms, np.ascontiguousarray(B_rows), yy[rows], *part)
-            part_counts, part_idx, part_val, part_obj = part
-            counts[rows] = part_counts
-            # slots past a row's count hold no index; clip keeps them in range
-            slot_idx[rows, :k] = part_idx if atoms is self else np.take(near.index, part_idx, mode="clip")
-            slot_val[rows, :k] = part_val
-            obj[rows] = part_obj
+            self._encode_apg(atoms, B_rows, yy[rows], *part)
+            _kernels.scatter_slots(rows, index, *part, counts, slot_idx, slot_val, obj)
 
     def may_use_far(self, B, yy):
         """Which points may have a far atom in their optimal code.
@@ -473,7 +473,9 @@ class PreparedDictionary:
         By :func:`screening_ratio`, the point i cannot use atom j when
         ``||y_i - w_j||^2 > screening_ratio(lam) * min_k ||y_i - w_k||^2``.
         The distances come from the products ``B = Y W^T`` the encoder
-        forms anyway, in float64, with a margin for their rounding.
+        forms anyway, in float64, each taken towards "may use" by a few
+        units of rounding of ``yy + ww`` in the working dtype (``|2 y.w|``
+        is at most that).
 
         Parameters
         ----------
@@ -487,18 +489,11 @@ class PreparedDictionary:
         ndarray of shape (n,), bool
             False for every point when no atom is far out.
         """
-        n = B.shape[0]
-        if self.near is None:
-            return np.zeros(n, dtype=bool)
-        yy = yy.astype(np.float64)[:, None]
-        ww = self.ww.astype(np.float64)
-        dist = yy - 2.0 * B + ww
-        # |rounding| of yy - 2 y.w + ww in the working dtype: a few units of
-        # yy + ww (|2 y.w| is at most that); each side errs towards "may use"
-        slack = 8.0 * float(np.finfo(self.dtype).eps) * (yy + ww)
-        nearest = (dist + slack).min(axis=1)
-        far = self.near.far
-        return ((dist[:, far] - slack[:, far]) <= self.screening_ratio * nearest[:, None]).any(axis=1)
+        out = np.zeros(B.shape[0], dtype=bool)
+        if self.near is not None:
+            slack = 8.0 * float(np.finfo(self.dtype).eps)
+            _kernels.may_use_far(B, yy, self.ww, self.near.far, self.screening_ratio, slack, out)
+        return out
 
     def encode_csr(self, Y, buffers=None):
         """CSR triple ``(indptr, indices, data)`` of a chunk's codes, and its

@@ -40,6 +40,7 @@ def warmup(dtypes=(np.float64, np.float32)):
     # Each call below reaches kernels no other call does (tests/test_warmup.py
     # names every kernel Python code calls and checks each gets a signature):
     # the projection; both encoders with many features (the per-point path);
+    # the encoder with far atoms (may_use_far, gather_block, scatter_slots);
     # dense codes and their CSR assembly (slots_to_dense, fill_csr); the
     # exact solver with few features (lockstep encoder, statistics, k-means++
     # seeding); the unrolled solver (unrolled_batch, adam_update).
@@ -58,6 +59,8 @@ def warmup(dtypes=(np.float64, np.float32)):
         Y8d = Y8.astype(dtype)
         for encoder in ("apg", "active-set"):
             sparse_encode(Y8d, Y8d[:4], n_iter=3, encoder=encoder)
+        # two atoms far out from ten: the far-atom split's kernels
+        sparse_encode(Y8d, np.vstack([Y8d[:10], Y8d[:2] + 20]), n_iter=3)
         codes, _ = PreparedDictionary(Y8d[:4], 1.0, 3, dtype).encode_dense(Y8d)
         csr_from_dense(codes)
         with warnings.catch_warnings():

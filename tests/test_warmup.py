@@ -79,6 +79,10 @@ ENTRY_POINTS = {
     "_kernels.fill_csr": ("float32", "float64"),
     "_kernels.accumulate_statistics": ("float32", "float64"),
     "_kernels.seeding_distances": ("float32", "float64"),
+    # with far atoms (fastkds.prepared.far_atoms)
+    "_kernels.may_use_far": ("float32", "float64"),
+    "_kernels.gather_block": ("float32", "float64"),
+    "_kernels.scatter_slots": ("float32", "float64"),
     "_active_set.encode_codes_active_set": ("float32", "float64"),
     "_unrolled_kernels.unrolled_batch": ("float32", "float64"),
     # the Adam state is float64 whatever the data's dtype (UnrolledTrainer.W)
