@@ -59,6 +59,8 @@ def far_out(W):
     """Atoms beyond Tukey's far-out fence (upper quartile + 3 IQR) of the
     atoms' distances from the mean atom (boolean, length m)."""
     W = np.asarray(W, dtype=np.float64)
+    if W.shape[0] == 0:
+        return np.zeros(0, dtype=bool)
     radii = np.linalg.norm(W - W.mean(axis=0), axis=1)
     q1, q3 = np.quantile(radii, [0.25, 0.75])
     return radii > q3 + 3 * (q3 - q1)
@@ -93,9 +95,10 @@ def encode(Y, W, lam, n_iter, alpha=None, step="centred"):
     with np.errstate(over="ignore", divide="ignore"):
         ratio = np.square(1 + 1 / np.float64(lam)) if lam > 0 else np.inf
     near = None
-    if alpha is None and step == "centred" and np.isfinite(ratio) and far_out(W).any():
-        near = ~far_out(W)
-        # the near atoms' own step, unless they coincide (no finite step)
+    far = far_out(W)
+    if alpha is None and step == "centred" and np.isfinite(ratio) and far.any():
+        near = ~far
+        # their own step, unless their spread is lost to the dtype's rounding
         W64 = np.asarray(W, dtype=np.float64)
         spread = np.linalg.norm(W64[near] - W64[near].mean(axis=0), 2) ** 2
         near = near if spread > np.sqrt(np.finfo(dtype).eps) * ((W64[near] - W64.mean(axis=0)) ** 2).sum() else None
@@ -103,7 +106,7 @@ def encode(Y, W, lam, n_iter, alpha=None, step="centred"):
         alpha = step_size(W, step, dtype) if alpha is None else alpha
         return _accelerated(Y, W, lam, n_iter, alpha, shift)
     dist = squared_distances(Y.astype(np.float64), np.asarray(W, dtype=np.float64))
-    uses_far = (dist[:, ~near] <= ratio * dist.min(axis=1, keepdims=True)).any(axis=1)
+    uses_far = (dist[:, far] <= ratio * dist.min(axis=1, keepdims=True)).any(axis=1)
     X = np.zeros((Y.shape[0], W.shape[0]), dtype=dtype)
     # both groups on the problem less the whole dictionary's mean atom
     X[uses_far] = _accelerated(Y[uses_far], W, lam, n_iter, step_size(W, step, dtype), shift)

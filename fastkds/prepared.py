@@ -184,8 +184,10 @@ class _NearAtoms:
     @classmethod
     def find(cls, W, G64, dtype):
         """The near atoms of the centred dictionary ``W`` (Gram matrix ``G64``,
-        in float64), or None when no atom is far out, or when the near ones
-        coincide (no finite step of their own)."""
+        in float64), or None when no atom is far out, or when the near
+        atoms' own spread is below ``sqrt(eps)`` of their squared distances
+        from the whole mean: their Gram matrix, formed about that mean in
+        the working dtype, would not hold their step to working precision."""
         far = far_atoms(np.diag(G64))
         if not far.any():
             return None
