@@ -501,7 +501,7 @@ class CudaPreparedDictionary:
                 **settings,
             )  # fmt: skip
             self.near.near = None
-            self.screening_ratio = host.screening_ratio
+            self.screening_ratio, self.screening_slack = host.screening_ratio, host.screening_slack
             self.d_near_index = cuda.to_device(near.index)
             self.d_far_index = cuda.to_device(near.far.astype(np.int32))
             self.d_atoms = cuda.to_device(host.W)
@@ -600,10 +600,10 @@ class CudaPreparedDictionary:
             return
         s = buf.stream
         self.near._encode_rows(buf.near, n)
-        slack = 8.0 * float(np.finfo(self.dtype).eps)
         _launch(may_use_far_kernel, n, s)(
-            buf.d_Y, self.d_atoms, self.d_atoms_ww, self.d_far_index, self.screening_ratio, slack, n, buf.d_uses_far
-        )
+            buf.d_Y, self.d_atoms, self.d_atoms_ww, self.d_far_index,
+            self.screening_ratio, self.screening_slack, n, buf.d_uses_far,
+        )  # fmt: skip
         _launch(merge_near_kernel, n, s)(
             buf.d_X, buf.d_obj, buf.d_counts, buf.near.d_X, buf.near.d_obj, buf.near.d_counts,
             self.d_near_index, buf.d_uses_far, n,

@@ -148,15 +148,28 @@ def screening_ratio(lam):
 
     Parameters
     ----------
-    lam : float, > 0
+    lam : float, >= 0
 
     Returns
     -------
     float
-        ``inf`` where it overflows (every atom may then be used).
+        ``inf`` at ``lam = 0`` and where it overflows (every atom may then
+        be used).
     """
     with np.errstate(over="ignore", divide="ignore"):
         return float(np.square(1.0 + np.float64(1.0) / np.float64(lam)))
+
+
+def _gram_arrays(G64, dtype):
+    """``(G, G_padded, ww)``: the Gram matrix in ``dtype``, the same
+    zero-padded to :func:`fastkds._kernels.padded_atoms` columns (the CPU
+    encoder's loops run over the atoms padded for vectorisation), and its
+    diagonal, from the float64 ``G64``."""
+    m = G64.shape[0]
+    G = G64.astype(dtype)
+    G_padded = np.zeros((m, _kernels.padded_atoms(m)), dtype=dtype)
+    G_padded[:, :m] = G
+    return G, G_padded, np.ascontiguousarray(np.diag(G64)).astype(dtype)
 
 
 class _NearAtoms:
@@ -171,12 +184,8 @@ class _NearAtoms:
     def __init__(self, index, far, W, G64, alpha_value, dtype):
         self.index = index.astype(np.int32)
         self.far = far
-        G64 = G64[np.ix_(index, index)]
-        self.G = G64.astype(dtype)
-        self.G_padded = np.zeros((G64.shape[0], _kernels.padded_atoms(G64.shape[0])), dtype=dtype)
-        self.G_padded[:, : G64.shape[1]] = self.G
+        self.G, self.G_padded, self.ww = _gram_arrays(G64[np.ix_(index, index)], dtype)
         self.W = np.ascontiguousarray(W[index])
-        self.ww = np.ascontiguousarray(np.diag(G64)).astype(dtype)
         self.alpha_value = alpha_value
         self.alpha = dtype.type(alpha_value)
         self.ks = typed_constants(index.shape[0], dtype)
@@ -320,7 +329,6 @@ class PreparedDictionary:
         # that follow (see fastkds._config.numba_threads), wherever this runs
         with single_thread_blas():
             G64 = W64 @ W64.T
-            G = G64.astype(self.dtype)
             top = float(np.linalg.eigvalsh(G64)[-1]) if W64.size else 0.0
             if step == "centred":
                 # sigma_max(W - mean atom)^2, held above sqrt(eps) of the uncentred
@@ -340,11 +348,7 @@ class PreparedDictionary:
                 f"{self.dtype.name}: the data are too small in scale; rescale them"
             )
         self.W = W64.astype(self.dtype)
-        self.G = G
-        # the CPU encoder's loops run over the atoms padded for vectorisation
-        self.G_padded = np.zeros((G.shape[0], _kernels.padded_atoms(G.shape[0])), dtype=self.dtype)
-        self.G_padded[:, : G.shape[1]] = G
-        self.ww = np.ascontiguousarray(np.diag(G64)).astype(self.dtype)
+        self.G, self.G_padded, self.ww = _gram_arrays(G64, self.dtype)
         self.lam = self.dtype.type(lam)
         self.beta = momentum(n_iter, self.dtype)
         self.ks = typed_constants(W64.shape[0], self.dtype)
@@ -353,7 +357,11 @@ class PreparedDictionary:
         #: codes cannot use a far atom (:func:`screening_ratio`) are encoded
         #: on the near atoms alone, at the larger step of those.
         self.near = None
-        self.screening_ratio = screening_ratio(lam) if lam > 0 else np.inf
+        self.screening_ratio = screening_ratio(lam)
+        #: The rounding margin of :meth:`may_use_far`, relative to ``yy + ww``:
+        #: a few units of the working dtype's rounding of ``yy - 2 y.w + ww``
+        #: (``|2 y.w|`` is at most ``yy + ww``). The CUDA path takes it too.
+        self.screening_slack = 8.0 * float(np.finfo(self.dtype).eps)
         if step == "centred" and np.isfinite(self.screening_ratio):
             with single_thread_blas():
                 self.near = _NearAtoms.find(self.W, G64, self.dtype)
@@ -475,9 +483,8 @@ class PreparedDictionary:
         By :func:`screening_ratio`, the point i cannot use atom j when
         ``||y_i - w_j||^2 > screening_ratio(lam) * min_k ||y_i - w_k||^2``.
         The distances come from the products ``B = Y W^T`` the encoder
-        forms anyway, in float64, each taken towards "may use" by a few
-        units of rounding of ``yy + ww`` in the working dtype (``|2 y.w|``
-        is at most that).
+        forms anyway, in float64, each taken towards "may use" by
+        :attr:`screening_slack` times ``yy + ww``.
 
         Parameters
         ----------
@@ -493,8 +500,7 @@ class PreparedDictionary:
         """
         out = np.zeros(B.shape[0], dtype=bool)
         if self.near is not None:
-            slack = 8.0 * float(np.finfo(self.dtype).eps)
-            _kernels.may_use_far(B, yy, self.ww, self.near.far, self.screening_ratio, slack, out)
+            _kernels.may_use_far(B, yy, self.ww, self.near.far, self.screening_ratio, self.screening_slack, out)
         return out
 
     def encode_csr(self, Y, buffers=None):
