@@ -7,7 +7,8 @@ with the estimator's defaults otherwise.
                            [--max-epochs 100] [--float32]
 
 ``--n-jobs`` fits each seed once per thread count given, in this run (the
-results do not depend on it; the times do).
+results do not depend on it; the times do); the last line then sums each
+count's fit seconds over the seeds and gives the speed-up against the first.
 """
 
 import argparse
@@ -53,6 +54,7 @@ def main():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         KDSClustering(5, n_atoms=20, max_epochs=2, step=args.step, encoder=args.encoder).fit(Y[:500])  # compile
+    seconds = {n_jobs: 0.0 for n_jobs in args.n_jobs}
     for seed, n_jobs in ((seed, n_jobs) for seed in args.seeds for n_jobs in args.n_jobs):
         t0 = time.perf_counter()
         with warnings.catch_warnings():
@@ -69,12 +71,20 @@ def main():
                 encoder=args.encoder,
             ).fit(Y)
         sec = time.perf_counter() - t0
+        seconds[n_jobs] += sec
         t = model.timings_
         print(
             f"seed {seed}, n_jobs={n_jobs}: accuracy {clustering_accuracy(y, model.labels_):.4f}, "
-            f"fit {sec:.1f} s ({model.kds_.n_iter_} epochs; dictionary {t['dictionary']:.1f} s, "
+            f"fit {sec:.2f} s ({model.kds_.n_iter_} epochs; dictionary {t['dictionary']:.2f} s, "
             f"encode {t['encode']:.2f} s, embed {t['embed']:.2f} s, k-means {t['kmeans']:.2f} s)"
         )
+    if len(seconds) > 1:  # the speed-up from threads, on the fits of this run
+        base = args.n_jobs[0]
+        sums = ", ".join(f"n_jobs={n_jobs} {sec:.2f} s" for n_jobs, sec in seconds.items())
+        ratios = ", ".join(
+            f"n_jobs={n_jobs} {seconds[base] / sec:.2f}x" for n_jobs, sec in seconds.items() if n_jobs != base
+        )
+        print(f"fit seconds summed over the seeds: {sums}; against n_jobs={base}: {ratios}")
 
 
 if __name__ == "__main__":

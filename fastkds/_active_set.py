@@ -39,7 +39,7 @@ and float32 rounding in them would decide which atoms enter.
 import numpy as np
 from numba import njit, prange
 
-from ._kernels import BLOCK, encode_point_to_slots, point_scratch
+from ._kernels import BLOCK, encode_point_to_slots, point_scratch, thread_blocks
 
 #: Active-set steps per point before the point is handed to the accelerated
 #: encoder: each step adds or drops one atom, and an optimal support has a
@@ -227,17 +227,20 @@ def _active_set_point(b, yy, G, ww, lam, eps, c, g, inP, P, x, z, L, rhs):
 
 
 @njit(parallel=True, cache=True)
-def encode_codes_active_set(B, yy, G, Gp, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj, fallbacks):
+def encode_codes_active_set(
+    B, yy, G, Gp, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj, fallbacks, n_threads
+):
     """Exact codes of a chunk by the active-set method; the same outputs as
     :func:`fastkds._kernels.encode_codes` (``G`` unpadded, ``Gp`` padded for
     the accelerated encoder that takes the points the active set cannot).
 
     ``fallbacks[i]`` is set to 1 for each point so handed over, else 0.
+    ``n_threads`` (Numba's thread count) sizes the blocks, not the results.
     """
     n, m = B.shape
     eps = np.float64(np.finfo(B.dtype).eps)
     lam64 = np.float64(lam)
-    n_blocks = (n + BLOCK - 1) // BLOCK
+    n_blocks, size = thread_blocks(n, BLOCK, n_threads)
     for blk in prange(n_blocks):
         c = np.empty(m)
         g = np.empty(m)
@@ -248,7 +251,7 @@ def encode_codes_active_set(B, yy, G, Gp, ww, alpha, lam, beta, ks, counts, slot
         L = np.empty((min(m, MAX_STEPS + 1), min(m, MAX_STEPS + 1)))
         rhs = np.empty((2, min(m, MAX_STEPS + 1)))
         scratch = point_scratch(m, Gp.shape[1], B.dtype)  # for the points handed over
-        for i in range(blk * BLOCK, min(blk * BLOCK + BLOCK, n)):
+        for i in range(blk * size, min(blk * size + size, n)):
             p, ok = _active_set_point(B[i], yy[i], G, ww, lam64, eps, c, g, inP, P, x, z, L, rhs)
             if ok:
                 fallbacks[i] = 0

@@ -32,6 +32,21 @@ from ._shared_kernels import (
 BLOCK = 256
 
 
+@njit(cache=True, nogil=True)
+def thread_blocks(n, max_rows, n_threads):
+    """``(n_blocks, rows_per_block)`` for a parallel loop over n independent
+    points: blocks of at most ``max_rows`` rows, as many for every thread.
+
+    Numba's ``prange`` gives each thread an equal run of iterations, so with
+    a block count that is not a multiple of the threads one thread encodes a
+    block more while the others wait: 9 blocks on 2 threads run as 5 (1.8x,
+    not 2x). Each point's result does not depend on its block.
+    """
+    per_thread = (n + max_rows * n_threads - 1) // (max_rows * n_threads)
+    n_blocks = per_thread * n_threads
+    return n_blocks, (n + n_blocks - 1) // max(n_blocks, 1)
+
+
 # --------------------------------------------------------------------------
 # Projection onto the probability simplex
 # --------------------------------------------------------------------------
@@ -683,7 +698,7 @@ def encode_codes(B, yy, G, Gp, W, ww, alpha, lam, beta, ks, counts, slot_idx, sl
         aW = (alpha * W).astype(W.dtype)
         encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj, n_threads)
     else:
-        encode_codes_points(B, yy, Gp, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj)
+        encode_codes_points(B, yy, Gp, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj, n_threads)
 
 
 @njit(parallel=True, cache=True)
@@ -764,12 +779,12 @@ def encode_point_to_slots(i, B, yy, Gp, ww, alpha, lam, beta, ks, scratch, count
 
 
 @njit(parallel=True, cache=True)
-def encode_codes_points(B, yy, Gp, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj):
+def encode_codes_points(B, yy, Gp, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj, n_threads):
     n, m = B.shape
-    n_blocks = (n + BLOCK - 1) // BLOCK
+    n_blocks, size = thread_blocks(n, BLOCK, n_threads)
     for blk in prange(n_blocks):
         scratch = point_scratch(m, Gp.shape[1], B.dtype)
-        for i in range(blk * BLOCK, min(blk * BLOCK + BLOCK, n)):
+        for i in range(blk * size, min(blk * size + size, n)):
             encode_point_to_slots(i, B, yy, Gp, ww, alpha, lam, beta, ks, scratch, counts, slot_idx, slot_val, obj)
 
 

@@ -422,6 +422,7 @@ class PreparedDictionary:
                 slot_val,
                 obj,
                 fallbacks,
+                numba.get_num_threads(),
             )
             self.n_fallbacks += int(fallbacks.sum())
         elif self.near is None:

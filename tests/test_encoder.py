@@ -10,7 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 import fastkds
-from fastkds import _naive
+from fastkds import _kernels, _naive
 from fastkds.prepared import PreparedDictionary, csr_from_dense
 
 DTYPES = [np.float64, np.float32]
@@ -231,15 +231,29 @@ def test_lockstep_code_independent_of_neighbours(d, m, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_n_jobs_bitwise_identical(dtype):
-    # more than two blocks of 256 points so that both threads get work
-    Y, W = make_problem(4, 700, 3, 10, dtype)
+@pytest.mark.parametrize("n_features", [3, 40])  # the lockstep and the per-point kernels
+def test_n_jobs_bitwise_identical(dtype, n_features):
+    # more than two blocks of 256 points so that both threads get work; on 3
+    # threads the per-point kernel's blocks are a different size again
+    Y, W = make_problem(4, 700, n_features, 10, dtype)
     a = fastkds.sparse_encode(Y, W, lam=1.0, n_iter=25, n_jobs=1, encoder="apg")
-    b = fastkds.sparse_encode(Y, W, lam=1.0, n_iter=25, n_jobs=2, encoder="apg")
-    np.testing.assert_array_equal(a.indptr, b.indptr)
-    np.testing.assert_array_equal(a.indices, b.indices)
-    assert a.data.dtype == b.data.dtype == np.dtype(dtype)
-    assert a.data.tobytes() == b.data.tobytes()
+    for n_jobs in (2, 3):
+        b = fastkds.sparse_encode(Y, W, lam=1.0, n_iter=25, n_jobs=n_jobs, encoder="apg")
+        np.testing.assert_array_equal(a.indptr, b.indptr)
+        np.testing.assert_array_equal(a.indices, b.indices)
+        assert a.data.dtype == b.data.dtype == np.dtype(dtype)
+        assert a.data.tobytes() == b.data.tobytes()
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3, 8])
+def test_thread_blocks_cover_every_row_once(n_threads):
+    """The per-point kernels' blocks: each row in exactly one, none longer
+    than BLOCK, and as many blocks for every thread."""
+    for n in [0, 1, 2, 255, 256, 257, 511, 2074, 4958]:
+        n_blocks, size = _kernels.thread_blocks(n, _kernels.BLOCK, n_threads)
+        assert n_blocks % n_threads == 0 and size <= _kernels.BLOCK
+        rows = np.concatenate([np.arange(b * size, min(b * size + size, n)) for b in range(n_blocks)] + [[]])
+        np.testing.assert_array_equal(rows, np.arange(n))
 
 
 def test_csr_from_dense_roundtrip():
