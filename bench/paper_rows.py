@@ -201,11 +201,12 @@ def main():
                     s["k"],
                     estimator=KDS(**params),
                     n_estimators=args.n_estimators,
+                    embedding="leading",
                     random_state=seed,
                     n_jobs=args.n_jobs,
                 ).fit(Y)
             else:
-                model = KDSClustering(s["k"], random_state=seed, **params).fit(Y)
+                model = KDSClustering(s["k"], embedding="leading", random_state=seed, **params).fit(Y)
         sec = time.perf_counter() - t0
         acc.append(clustering_accuracy(y[scored], model.labels_[scored]))
         extra = ""

@@ -48,6 +48,10 @@ UNROLLED_PARTS_BUDGET = 32 * 2**20
 #: Bytes of a file mapped at once by :meth:`fastkds.diskcodes.NpyRows.take`.
 TAKE_WINDOW_BYTES = 64 * 2**20
 
+#: The embeddings k-means may cluster (the clusterers' ``embedding``;
+#: :class:`fastkds.spectral.BipartiteSpectrum`).
+EMBEDDINGS = ("diffusion", "leading")
+
 #: k-means is fitted on at most this many embedded points; the rest are
 #: labelled by their nearest centre. In the row-normalised embedding the
 #: clusters are tight and far apart, so the centres are found as well from a

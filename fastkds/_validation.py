@@ -89,7 +89,7 @@ def check_clustering_params(est):
     -------
     n_clusters : int or None
         None for ``"auto"``.
-    n_init, min_component, max_clusters
+    n_init, min_component, max_clusters, embedding
     """
     n_atoms = getattr(est, "n_atoms", None)
     if isinstance(n_atoms, str) and n_atoms != "auto":  # an int is KDS's to check
@@ -108,7 +108,8 @@ def check_clustering_params(est):
     if min_component >= 1:
         # a fraction of the points: at 1 or more no component or mode could be a cluster
         raise ValueError(f"min_component is a fraction of the points and must be < 1, got {min_component}")
-    return k, check_positive_int(est.n_init, "n_init"), min_component, max_clusters
+    embedding = check_choice(est.embedding, "embedding", _config.EMBEDDINGS)
+    return k, check_positive_int(est.n_init, "n_init"), min_component, max_clusters, embedding
 
 
 def auto_n_atoms(n_samples, n_clusters=None):

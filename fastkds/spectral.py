@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from . import _config
+from ._validation import check_choice
 from .diskcodes import DiskCodesWriter, NpyAppender, NpyRows, code_chunks
 
 #: With ``min_component > 0``, a component or a mode of fewer points than
@@ -23,6 +24,11 @@ from .diskcodes import DiskCodesWriter, NpyAppender, NpyRows, code_chunks
 #: the place of a mode that separates clusters (Yale B's 128 images;
 #: docs/experiments.md).
 MIN_CLUSTER_POINTS = 5
+
+#: Steps of the random walk point -> atom -> point by which the
+#: ``"diffusion"`` embedding weighs the modes past the k-th: mode j keeps
+#: ``(lambda_j / lambda_k)^DIFFUSION_STEPS`` of its length.
+DIFFUSION_STEPS = 16
 
 #: ``1 - lambda`` below this counts as 0 in :meth:`BipartiteSpectrum.eigengap`:
 #: the eigenvalue 1 of a connected component, up to the eigensolver's
@@ -58,6 +64,19 @@ class BipartiteSpectrum:
     atoms : ndarray of shape (m, d) or None
         The dictionary, to find those nearest kept atoms. Without it the
         outliers' atoms embed at the origin.
+    embedding : {"diffusion", "leading"}, default="diffusion"
+        What k-means clusters (:meth:`projection`). ``"leading"``: the
+        eigenvectors of the k leading modes (Ng, Jordan and Weiss; the
+        paper's). ``"diffusion"``: those, and the next k modes, mode j
+        weighted by ``(lambda_j / lambda_k)^DIFFUSION_STEPS``: what is left
+        of it, relative to the k-th mode, after that many more steps of the
+        random walk point -> atom -> point, whose eigenvalues are the
+        lambdas. Where the k clusters are well apart, the modes past the
+        k-th are the clusters' internal ones, much faster than the k-th
+        (``lambda_k`` near 1), and fade: the embedding is the leading one.
+        Where clusters touch (two moons joined at a tip, digits that share
+        atoms), the k leading modes mix them, and the next modes, about as
+        slow, still separate them (docs/algorithm.md, "Clustering").
 
     Attributes
     ----------
@@ -80,9 +99,12 @@ class BipartiteSpectrum:
     stand_in : tuple of two int ndarrays, or None
         The outlier components' atoms, and the kept atom whose embedding
         each takes (None when there are none or no ``atoms`` were given).
+    embedding : str
+        The ``embedding`` parameter.
     """
 
-    def __init__(self, XtX, s, *, min_component=0.0, atoms=None):
+    def __init__(self, XtX, s, *, min_component=0.0, atoms=None, embedding="diffusion"):
+        self.embedding = check_choice(embedding, "embedding", _config.EMBEDDINGS)
         s = np.asarray(s, dtype=np.float64)
         XtX = np.asarray(XtX, dtype=np.float64)
         self.used = s > 0
@@ -113,13 +135,24 @@ class BipartiteSpectrum:
                 self.spread = spread
 
     @classmethod
-    def from_arrays(cls, *, eigenvalues, eigenvectors, used, inv_sqrt_s, spread, n_outlier_atoms, stand_in=None):
+    def from_arrays(
+        cls,
+        *,
+        eigenvalues,
+        eigenvectors,
+        used,
+        inv_sqrt_s,
+        spread,
+        n_outlier_atoms,
+        stand_in=None,
+        embedding="diffusion",
+    ):
         """A spectrum from its stored attributes, as :func:`fastkds.load`
         rebuilds it (computing it again would need the codes' ``X^T X``).
 
         Parameters
         ----------
-        eigenvalues, eigenvectors, used, inv_sqrt_s, spread, n_outlier_atoms, stand_in
+        eigenvalues, eigenvectors, used, inv_sqrt_s, spread, n_outlier_atoms, stand_in, embedding
             The attributes of that name (see the class's Attributes).
 
         Returns
@@ -127,6 +160,7 @@ class BipartiteSpectrum:
         BipartiteSpectrum
         """
         spectrum = cls.__new__(cls)
+        spectrum.embedding = check_choice(embedding, "embedding", _config.EMBEDDINGS)
         spectrum.eigenvalues = eigenvalues
         spectrum.eigenvectors = eigenvectors
         spectrum.used = used
@@ -197,7 +231,8 @@ class BipartiteSpectrum:
 
     def n_columns(self, k):
         """Columns of the k-cluster embedding: the leading eigenvectors up to
-        the k-th spread one.
+        the k-th spread one, and with ``embedding="diffusion"`` on to the
+        2k-th (or the last spread one, when fewer).
 
         Localised modes among them do not count towards k, but they stay in
         the embedding: where a localised mode's eigenvalue nearly equals a
@@ -205,6 +240,27 @@ class BipartiteSpectrum:
         cluster's direction is then shared between them. For the points
         outside a localised mode's few atoms its column is nearly zero.
         """
+        leading = self._leading_columns(k)
+        if self.embedding == "leading":
+            return leading
+        spread = int(self.spread.sum())
+        return int(np.searchsorted(np.cumsum(self.spread), min(2 * k, spread))) + 1
+
+    def column_weights(self, k):
+        """Weights of the embedding's ``n_columns(k)`` eigenvectors: 1 for
+        the leading ones to the k-th spread mode, ``(lambda_j /
+        lambda_k)^DIFFUSION_STEPS`` past it (see ``embedding``)."""
+        leading = self._leading_columns(k)
+        weights = np.ones(self.n_columns(k))
+        lam_k = self.eigenvalues[leading - 1]
+        past = self.eigenvalues[leading : weights.size]
+        # eigenvalues decrease, so past <= lam_k; a k-th mode of eigenvalue 0 leaves nothing past it
+        weights[leading:] = (past / lam_k) ** DIFFUSION_STEPS if lam_k > 0 else 0.0
+        return weights
+
+    def _leading_columns(self, k):
+        """The leading eigenvectors up to the k-th spread one (``n_columns``
+        of the ``"leading"`` embedding)."""
         spread = int(self.spread.sum())
         if k > spread:
             raise ValueError(
@@ -217,11 +273,13 @@ class BipartiteSpectrum:
 
     def projection(self, k):
         """The m x c matrix P with ``U = X P`` (zero rows for unused atoms),
-        ``c = n_columns(k)``: k unless localised modes lead."""
-        k = self.n_columns(k)
-        sigma = np.sqrt(np.maximum(self.eigenvalues[:k], np.finfo(np.float64).eps))
-        P = np.zeros((self.used.size, k))
-        P[self.used] = self.inv_sqrt_s[:, None] * self.eigenvectors[:, :k] / sigma
+        ``c = n_columns(k)``: k (2k with ``embedding="diffusion"``) unless
+        localised modes lead, each column weighted by :meth:`column_weights`."""
+        weights = self.column_weights(k)
+        c = weights.size
+        sigma = np.sqrt(np.maximum(self.eigenvalues[:c], np.finfo(np.float64).eps))
+        P = np.zeros((self.used.size, c))
+        P[self.used] = self.inv_sqrt_s[:, None] * self.eigenvectors[:, :c] / sigma * weights
         if self.stand_in is not None:
             out, nearest = self.stand_in
             P[out] = P[nearest]
@@ -365,8 +423,8 @@ def cluster_codes(XtX, s, atoms, results, rng, params, timings=None):
     rng : numpy.random.RandomState
         Draws the k-means seed.
     params : tuple
-        The checked ``(n_clusters, n_init, min_component, max_clusters)``
-        (``n_clusters`` None: chosen by the eigengap).
+        The checked ``(n_clusters, n_init, min_component, max_clusters,
+        embedding)`` (``n_clusters`` None: chosen by the eigengap).
     timings : dict or None
         Gets the seconds of ``embed`` and ``kmeans``.
 
@@ -378,13 +436,13 @@ def cluster_codes(XtX, s, atoms, results, rng, params, timings=None):
     """
     from sklearn.cluster import KMeans
 
-    k, n_init, min_component, max_clusters = params
+    k, n_init, min_component, max_clusters, embedding = params
     timings = {} if timings is None else timings
     # BLAS on one thread: its problems here are m x m, and OpenBLAS threads
     # left spinning after one (about 0.1 s) take the cores from k-means
     with _config.single_thread_blas():
         t0 = time.perf_counter()
-        spectrum = BipartiteSpectrum(XtX, s, min_component=min_component, atoms=atoms)
+        spectrum = BipartiteSpectrum(XtX, s, min_component=min_component, atoms=atoms, embedding=embedding)
         n_clusters = spectrum.eigengap(max_clusters) if k is None else k
         seed = rng.randint(np.iinfo(np.int32).max)
         sample_rows = results.embed(spectrum.projection(n_clusters), kmeans_sample(results.n, seed))

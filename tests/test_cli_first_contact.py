@@ -216,7 +216,7 @@ def test_embedding_as_npy(tmp_path, data):
         == 0
     )
     embedding = np.load(out)
-    assert embedding.shape == (300, 2)
+    assert embedding.shape == (300, 4)  # the diffusion embedding: 2 leading modes and 2 more
     assert np.allclose(np.linalg.norm(embedding, axis=1), 1.0)  # row-normalised
 
 

@@ -14,6 +14,8 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from fastkds import KDS, KDSClustering, KDSEnsembleClustering, clustering_accuracy, make_moons
+from fastkds import _naive
+from fastkds.spectral import DIFFUSION_STEPS
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
@@ -82,23 +84,25 @@ def test_joint_affinity_is_the_mean_of_the_dictionaries(ensemble_moons, moons):
     np.testing.assert_allclose(affinity(model._joint_codes(Y)), np.mean(each, axis=0), atol=1e-12)
 
 
-def test_embedding_matches_dense_svd(moons):
-    # SPEC 6 on the joint graph, the oracle: top-k left singular vectors of
-    # Z = X diag(s)^(-1/2) from a dense SVD (no m x m shortcut)
+@pytest.mark.parametrize("embedding", ["leading", "diffusion"])
+def test_embedding_matches_dense_svd(moons, embedding):
+    # SPEC 6 on the joint graph, the oracle: left singular vectors of
+    # Z = X diag(s)^(-1/2) from a dense SVD (no m x m shortcut), the top k or
+    # (diffusion) the top 2k, weighted
     Y, _ = moons
     k = 3
-    model = KDSEnsembleClustering(k, estimator=KDS(**MOONS_KDS), n_estimators=2, min_component=0.0, random_state=2).fit(
-        Y
-    )
+    model = KDSEnsembleClustering(
+        k, estimator=KDS(**MOONS_KDS), n_estimators=2, min_component=0.0, embedding=embedding, random_state=2
+    ).fit(Y)
     X = model._joint_codes(Y).toarray()
     s = X.sum(axis=0)
-    Z = X[:, s > 0] / np.sqrt(s[s > 0])
-    Uz, sig, _ = np.linalg.svd(Z, full_matrices=False)
-    np.testing.assert_allclose(model.eigenvalues_[: 2 * k], sig[: 2 * k] ** 2, atol=1e-10)
+    Uz, sig = _naive.spectral_embedding(X[:, s > 0], k, embedding, DIFFUSION_STEPS)
+    np.testing.assert_allclose(model.eigenvalues_[: sig.size], sig**2, atol=1e-10)
     U = model.spectrum_.embed(model._joint_codes(Y), k)
-    assert U.shape[1] == k
-    # the same k-dimensional subspace (columns may differ in sign)
-    np.testing.assert_allclose(U @ U.T, Uz[:, :k] @ Uz[:, :k].T, atol=1e-8)
+    assert U.shape[1] == (k if embedding == "leading" else 2 * k)
+    # the same weighted columns (which may differ in sign, or turn within an
+    # eigenspace, whose columns share a weight)
+    np.testing.assert_allclose(U @ U.T, Uz @ Uz.T, atol=1e-8)
 
 
 def test_clusters_moons_and_predicts_its_own_labels(ensemble_moons, moons):
@@ -147,7 +151,7 @@ def test_float32_and_input_untouched(moons):
     model = KDSEnsembleClustering(2, estimator=KDS(**MOONS_KDS), n_estimators=2, random_state=0).fit(Y)
     np.testing.assert_array_equal(Y, before)
     assert model.components_.dtype == np.float32
-    assert model.transform(Y[:10]).shape == (10, 2)
+    assert model.transform(Y[:10]).shape == (10, 4)  # the diffusion embedding: 2k columns
 
 
 def test_the_template_estimator_is_not_fitted(moons):

@@ -310,14 +310,14 @@ def test_clustering_predict_unseen_points(clustering_moons):
 
 def test_clustering_embedding_and_spectrum(clustering_moons):
     emb = clustering_moons.embedding_
-    assert emb.shape == (3000, 2)
+    assert emb.shape == (3000, 4)  # embedding="diffusion": the 2 leading modes and the next 2
     np.testing.assert_allclose(np.linalg.norm(emb, axis=1), 1.0, atol=1e-10)
     ev = clustering_moons.eigenvalues_
     assert ev.ndim == 1 and ev.size >= 2
     assert np.all(np.diff(ev) <= 1e-12), "eigenvalues_ must be decreasing"
     assert ev[0] == pytest.approx(1.0, abs=1e-8)
     assert ev.min() >= -1e-10 and ev.max() <= 1 + 1e-10
-    assert clustering_moons.transform(make_moons(10, random_state=1)[0]).shape == (10, 2)
+    assert clustering_moons.transform(make_moons(10, random_state=1)[0]).shape == (10, 4)
 
 
 def test_clustering_fitted_attributes(clustering_moons):
@@ -338,7 +338,7 @@ def test_clustering_auto_finds_number_of_blobs(centers):
     model = KDSClustering("auto", n_atoms=12, random_state=0).fit(Y)
     k = len(centers)
     assert model.n_clusters_ == k
-    assert model.embedding_.shape == (600, k)
+    assert model.embedding_.shape == (600, 2 * k)
     # One eigenvalue 1 per connected component of the code graph.
     np.testing.assert_allclose(model.eigenvalues_[:k], 1.0, atol=1e-8)
     assert model.eigenvalues_[k] < 0.9

@@ -383,6 +383,46 @@ def test_load_right_after_import_finds_the_class(clustering, tmp_path):
     assert loaded == "KDSClustering"
 
 
+@pytest.mark.parametrize("cls", ["KDSClustering", "KDSEnsembleClustering"])
+def test_file_from_before_the_embedding_parameter_loads_with_the_leading_one(moons, tmp_path, cls):
+    """A clusterer's file whose parameters have no ``embedding`` (written
+    when the k leading modes were the only embedding) loads with
+    ``embedding="leading"``: its stored embedding and k-means centres have
+    k columns, and it labels new points as the model did."""
+    import json
+
+    if cls == "KDSClustering":
+        model = KDSClustering(2, n_atoms=12, embedding="leading", **FIT).fit(moons)
+    else:
+        model = KDSEnsembleClustering(2, estimator=KDS(n_atoms=12, **FIT), n_estimators=2, embedding="leading").fit(
+            moons
+        )
+    path = tmp_path / "model.npz"
+    model.save(path)
+    with np.load(path) as npz:
+        entries = {name: npz[name] for name in npz.files}
+    spec = json.loads(str(entries["params"]))
+    del spec["values"]["embedding"]
+    entries["params"] = np.array(json.dumps(spec))
+    np.savez(path, **entries)
+    loaded = fastkds.load(path)
+    assert loaded.embedding == loaded.spectrum_.embedding == "leading"
+    assert loaded.embedding_.shape == (moons.shape[0], 2)
+    np.testing.assert_array_equal(loaded.predict(moons), model.predict(moons))
+    # the default now is the diffusion embedding, which the file did not hold
+    assert KDSClustering().embedding == KDSEnsembleClustering().embedding == "diffusion"
+
+
+def test_diffusion_embedding_round_trips(moons, tmp_path):
+    model = KDSClustering(2, n_atoms=12, **FIT).fit(moons)
+    path = tmp_path / "model.npz"
+    model.save(path)
+    loaded = fastkds.load(path)
+    assert loaded.spectrum_.embedding == "diffusion" and loaded.embedding_.shape == (moons.shape[0], 4)
+    np.testing.assert_array_equal(loaded.transform(moons[:50]), model.transform(moons[:50]))
+    np.testing.assert_array_equal(loaded.predict(moons), model.predict(moons))
+
+
 def test_file_from_before_the_step_parameter_loads_with_the_papers_step(moons, tmp_path):
     """A file whose parameters have no ``step`` and ``encoder`` (written
     before the centred step and the active-set encoder became the defaults)

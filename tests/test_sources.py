@@ -238,9 +238,9 @@ def test_kmeans_on_a_sample_labels_like_full_kmeans(monkeypatch):
 
     def cluster():
         results = Results()
-        kmeans = spectral.cluster_codes(graph, np.ones(3), centres, results, np.random.RandomState(0), (3, 4, 0.0, 3))[
-            2
-        ]
+        kmeans = spectral.cluster_codes(
+            graph, np.ones(3), centres, results, np.random.RandomState(0), (3, 4, 0.0, 3, "leading")
+        )[2]
         return results, kmeans
 
     full, _ = cluster()

@@ -47,7 +47,7 @@ def test_mode_size_of_a_component_is_its_number_of_points():
 def test_trivial_mode_spans_all_points():
     rng = np.random.default_rng(1)
     X, _ = _faint_codes(rng)
-    spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0))
+    spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0), embedding="leading")
     np.testing.assert_allclose(spec.eigenvalues[0], 1.0, atol=1e-12)
     np.testing.assert_allclose(mode_sizes(spec.eigenvectors[:, :1], X.sum(axis=0)), [X.shape[0]], rtol=1e-9)
 
@@ -60,14 +60,14 @@ def test_localised_mode_does_not_count_towards_k():
         # plain (the paper's): the two hoarding points' mode is the second
         # eigenvector, above two of the three clusters' modes, and takes one
         # of the three columns of the embedding
-        plain = BipartiteSpectrum(X.T @ X, s, min_component=0.0)
+        plain = BipartiteSpectrum(X.T @ X, s, min_component=0.0, embedding="leading")
         assert plain.n_outlier_atoms == 0  # not a separate component
         sizes = mode_sizes(plain.eigenvectors, s)
         assert sizes[1] < 3 and plain.eigenvalues[1] > plain.eigenvalues[2]
         assert plain.spread.all() and plain.n_columns(3) == 3
         # with min_component it is marked localised: the embedding extends
         # to the third spread mode, and the clusters are found
-        robust = BipartiteSpectrum(X.T @ X, s, min_component=0.01)
+        robust = BipartiteSpectrum(X.T @ X, s, min_component=0.01, embedding="leading")
         np.testing.assert_array_equal(robust.eigenvalues, plain.eigenvalues)
         assert not robust.spread[1] and robust.spread[[0, 2, 3]].all()
         assert robust.n_columns(3) == 4
@@ -81,7 +81,7 @@ def test_localised_mode_does_not_count_towards_k():
 
 def test_too_many_clusters_for_the_spread_modes_fails_clearly():
     X, _ = _faint_codes(np.random.default_rng(0))
-    spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0), min_component=0.01)
+    spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0), min_component=0.01, embedding="leading")
     n_spread = int(spec.spread.sum())
     assert spec.n_columns(n_spread) <= spec.eigenvalues.size
     with pytest.raises(ValueError, match="localised"):
@@ -107,7 +107,7 @@ def test_model_file_without_spread_loads_with_every_mode_counted(tmp_path):
 def test_nothing_large_keeps_every_mode():
     rng = np.random.default_rng(2)
     X, _ = _faint_codes(rng)
-    spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0), min_component=2.0)  # no mode has 2n points
+    spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0), min_component=2.0, embedding="leading")  # no mode has 2n points
     assert spec.spread.all() and spec.n_columns(3) == 3
 
 
@@ -134,12 +134,12 @@ def test_a_mode_of_a_few_points_is_localised_on_small_data_too():
     for seed in range(3):
         X, y = _small_codes(np.random.default_rng(seed))
         s = X.sum(axis=0)
-        plain = BipartiteSpectrum(X.T @ X, s, min_component=0.0)
+        plain = BipartiteSpectrum(X.T @ X, s, min_component=0.0, embedding="leading")
         size = mode_sizes(plain.eigenvectors, s)[1]
         # the hoarding points' mode leads, and 1% of the 123 points is less than its size
         assert 0.01 * X.shape[0] < size < MIN_CLUSTER_POINTS
         assert plain.n_columns(2) == 2
-        robust = BipartiteSpectrum(X.T @ X, s, min_component=0.01)
+        robust = BipartiteSpectrum(X.T @ X, s, min_component=0.01, embedding="leading")
         assert not robust.spread[1] and robust.n_columns(2) == 3
         labels = KMeans(2, n_init=10, random_state=0).fit_predict(normalize_rows(robust.embed(X, 2)))
         assert clustering_accuracy(y, labels[:120]) == 1.0
@@ -153,6 +153,6 @@ def test_a_component_of_a_few_points_is_an_outlier_on_small_data_too():
     X[-3:, 0] = 0.0  # cut the faint edge: the three points form a component
     X[-3:, -1] = 1.0
     s = X.sum(axis=0)
-    assert BipartiteSpectrum(X.T @ X, s, min_component=0.0).n_outlier_atoms == 0
-    spec = BipartiteSpectrum(X.T @ X, s, min_component=0.01)
+    assert BipartiteSpectrum(X.T @ X, s, min_component=0.0, embedding="leading").n_outlier_atoms == 0
+    spec = BipartiteSpectrum(X.T @ X, s, min_component=0.01, embedding="leading")
     assert spec.n_outlier_atoms == 1 and not spec.used[-1]

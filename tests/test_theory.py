@@ -25,7 +25,7 @@ from scipy.spatial import Delaunay
 import fastkds
 from fastkds import _naive
 from fastkds.prepared import PreparedDictionary
-from fastkds.spectral import BipartiteSpectrum
+from fastkds.spectral import DIFFUSION_STEPS, BipartiteSpectrum
 
 # --------------------------------------------------------------------------
 # Delaunay recovery
@@ -259,7 +259,7 @@ def test_spectral_embedding_matches_naive(clustered_codes, k):
     codes = clustered_codes
     X = codes.toarray()
     XtX, s, _ = _naive.statistics(X, np.zeros((X.shape[0], 1)))
-    spec = BipartiteSpectrum(XtX, s)
+    spec = BipartiteSpectrum(XtX, s, embedding="leading")
     U = spec.embed(codes, k)
     U_ref, sigma_ref = _naive.spectral_embedding(X, k)
     assert U.shape == (X.shape[0], k)
@@ -279,9 +279,81 @@ def test_spectral_embedding_matches_naive(clustered_codes, k):
     np.testing.assert_allclose(spec.embed(X, k), U, atol=1e-12)
 
 
+@pytest.mark.parametrize("k", [1, 2, 3, 5])
+def test_diffusion_embedding_matches_naive(clustered_codes, k):
+    """The diffusion embedding: the leading one's k columns, then the next k
+    eigenvectors of the point -> atom -> point walk, each weighted by
+    (lambda_j / lambda_k)^DIFFUSION_STEPS: against the dense SVD oracle."""
+    codes = clustered_codes
+    X = codes.toarray()
+    spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0))
+    assert spec.embedding == "diffusion"
+    U = spec.embed(codes, k)
+    assert U.shape == (X.shape[0], 2 * k) and spec.n_columns(k) == 2 * k
+    U_ref, sigma_ref = _naive.spectral_embedding(X, k, "diffusion", DIFFUSION_STEPS)
+    np.testing.assert_allclose(spec.eigenvalues[: 2 * k], sigma_ref**2, rtol=1e-10, atol=1e-12)
+    # the first k columns are the leading embedding's, bit for bit
+    leading = BipartiteSpectrum(X.T @ X, X.sum(axis=0), embedding="leading").embed(codes, k)
+    assert U[:, :k].tobytes() == np.ascontiguousarray(leading).tobytes()
+    # orthogonal columns of lengths 1 (leading) and the weights (past k), below 1
+    weights = spec.column_weights(k)
+    lam = spec.eigenvalues
+    np.testing.assert_allclose(weights[k:], (lam[k : 2 * k] / lam[k - 1]) ** DIFFUSION_STEPS, rtol=1e-12)
+    assert np.all(weights[k:] <= 1.0) and np.all(np.diff(weights[k:]) <= 0)
+    np.testing.assert_allclose(U.T @ U, np.diag(weights**2), atol=1e-8)
+    # the same weighted columns as the oracle (signs aside; eigenspaces share a weight)
+    np.testing.assert_allclose(U @ U.T, U_ref @ U_ref.T, atol=1e-7)
+
+
+def test_diffusion_embedding_with_few_modes_or_a_zero_kth():
+    """Fewer than 2k spread modes: all of them; a k-th eigenvalue of 0: the
+    modes past it weigh nothing (nothing of them is left)."""
+    rng = np.random.default_rng(5)
+    X = block_codes(rng, [(30, 2), (30, 2)])  # two components of 2 atoms: 4 modes
+    spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0))
+    assert spec.eigenvalues.size == 4
+    assert spec.n_columns(3) == 4 and spec.n_columns(2) == 4
+    with pytest.raises(ValueError, match="exceeds"):
+        spec.n_columns(5)
+    degenerate = BipartiteSpectrum.from_arrays(
+        eigenvalues=np.array([1.0, 0.0, 0.0]),
+        eigenvectors=np.eye(3),
+        used=np.ones(3, dtype=bool),
+        inv_sqrt_s=np.ones(3),
+        spread=np.ones(3, dtype=bool),
+        n_outlier_atoms=0,
+    )
+    np.testing.assert_array_equal(degenerate.column_weights(2), [1.0, 1.0, 0.0])
+    assert np.isfinite(degenerate.projection(2)).all()
+
+
+def test_diffusion_embedding_finds_separate_components():
+    """Clusters that are components of the code graph (lambda_1..lambda_k =
+    1): the modes past the k-th are internal, their weights small, and
+    k-means on the diffusion embedding finds the components."""
+    from sklearn.cluster import KMeans
+
+    from fastkds.spectral import normalize_rows
+
+    rng = np.random.default_rng(7)
+    sizes = [(40, 4), (30, 5), (35, 3)]
+    X = block_codes(rng, sizes)
+    spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0))
+    assert np.all(spec.column_weights(3)[3:] < 1e-3)
+    labels = KMeans(3, n_init=10, random_state=0).fit_predict(normalize_rows(spec.embed(X, 3)))
+    truth = np.repeat(np.arange(3), [nb for nb, _ in sizes])
+    assert fastkds.clustering_accuracy(truth, labels) == 1.0
+
+
+def test_embedding_must_be_a_known_name():
+    X = block_codes(np.random.default_rng(6), [(10, 2)])
+    with pytest.raises(ValueError, match="embedding must be one of"):
+        BipartiteSpectrum(X.T @ X, X.sum(axis=0), embedding="spectral")
+
+
 def test_leading_eigenvalue_is_one_with_constant_vector(clustered_codes):
     X = clustered_codes.toarray()
-    spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0))
+    spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0), embedding="leading")
     assert spec.eigenvalues[0] == pytest.approx(1.0, abs=1e-12)
     assert np.all(spec.eigenvalues <= 1.0 + 1e-12)
     u = spec.embed(X, 1)[:, 0]
@@ -300,7 +372,7 @@ def test_eigenvalue_one_multiplicity_counts_components(sizes):
     rng = np.random.default_rng(len(sizes))
     X = block_codes(rng, sizes)
     n_comp = len(sizes)
-    spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0))
+    spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0), embedding="leading")
     ev = spec.eigenvalues
     assert np.sum(ev > 1 - 1e-10) == n_comp
     assert ev[n_comp - 1] == pytest.approx(1.0, abs=1e-10)
@@ -322,7 +394,7 @@ def test_unused_atom_is_left_out():
     rng = np.random.default_rng(41)
     X = block_codes(rng, [(20, 3), (20, 3)])
     X = np.hstack([X[:, :2], np.zeros((40, 1)), X[:, 2:]])  # atom 2 unused
-    spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0))
+    spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0), embedding="leading")
     np.testing.assert_array_equal(spec.used, np.arange(7) != 2)
     assert spec.eigenvalues.size == 6
     P = spec.projection(2)

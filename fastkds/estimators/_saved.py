@@ -64,7 +64,7 @@ def read_spectral_step(reader, prefix, model, dictionaries):
     model : KDSClustering or KDSEnsembleClustering
     dictionaries : list of KDS
     """
-    spectrum = _read_spectrum(reader, f"{prefix}spectrum_.")
+    spectrum = _read_spectrum(reader, f"{prefix}spectrum_.", model.embedding)
     kmeans = KMeans(**reader.params(f"{prefix}kmeans_.", KMeans))
     kmeans_state = reader.attributes(f"{prefix}kmeans_.", _KMEANS_ARRAYS, _KMEANS_SCALARS)
     n_atoms = sum(len(kds.components_) for kds in dictionaries)
@@ -93,7 +93,7 @@ def read_spectral_step(reader, prefix, model, dictionaries):
     model.kmeans_ = _fitted_kmeans(kmeans, {**kmeans_state, "labels_": labels})
 
 
-def _read_spectrum(reader, prefix):
+def _read_spectrum(reader, prefix, embedding):
     arrays = {name: reader.array(prefix + name) for name in _SPECTRUM_ARRAYS}
     # files written before localised modes were marked: every mode counts
     has_spread = reader.has(f"{prefix}spread")
@@ -106,6 +106,7 @@ def _read_spectrum(reader, prefix):
         spread=spread,
         n_outlier_atoms=reader.json(f"{prefix}attributes", ("n_outlier_atoms",))["n_outlier_atoms"],
         stand_in=stand_in,
+        embedding=embedding,
     )
 
 

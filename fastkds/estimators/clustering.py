@@ -80,6 +80,16 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         k-means restarts.
     max_clusters : int, default=20
         Largest number of clusters ``"auto"`` may choose.
+    embedding : {"diffusion", "leading"}, default="diffusion"
+        What the k-means clusters. ``"leading"``: the eigenvectors of the
+        code graph's k leading modes (Ng, Jordan and Weiss; the paper's,
+        which ``fastkds paper`` uses). ``"diffusion"``: those and the next
+        k, each weighted by what is left of it relative to the k-th after
+        16 more steps of the random walk point -> atom -> point
+        (``(lambda_j / lambda_k)^16``). Where the clusters are well apart
+        the extra modes fade and the two agree; where clusters touch (the
+        digits of MNIST, two moons joined at a tip) the next modes still
+        tell them apart (details: ``fastkds.spectral.BipartiteSpectrum``).
 
     Attributes
     ----------
@@ -87,9 +97,10 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         Cluster of each training point.
     embedding_ : ndarray of shape (n_samples, n_columns)
         Row-normalised spectral embedding the k-means ran on: the leading
-        eigenvectors up to the ``n_clusters_``-th spread one, so
-        ``n_columns = spectrum_.n_columns(n_clusters_)``, which is
-        ``n_clusters_`` unless localised modes lead (see ``min_component``).
+        eigenvectors up to the ``n_clusters_``-th spread one (and, with
+        ``embedding="diffusion"``, on to the ``2 n_clusters_``-th, weighted),
+        so ``n_columns = spectrum_.n_columns(n_clusters_)``: ``n_clusters_``
+        or twice that, unless localised modes lead (see ``min_component``).
     eigenvalues_ : ndarray
         Eigenvalues of the atom-side matrix M, decreasing; the multiplicity
         of 1 counts connected components of the code graph.
@@ -154,6 +165,7 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         min_component=0.01,
         n_init=10,
         max_clusters=20,
+        embedding="diffusion",
         chunk_size=None,
         random_state=None,
         n_jobs=None,
@@ -180,6 +192,7 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         self.min_component = min_component
         self.n_init = n_init
         self.max_clusters = max_clusters
+        self.embedding = embedding
         self.chunk_size = chunk_size
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -317,7 +330,8 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
 
     @classmethod
     def _from_entries(cls, reader, prefix):
-        model = cls(**read_fit_params(reader, prefix, cls))
+        # files written before the embedding was a parameter clustered the leading one
+        model = cls(**{"embedding": "leading", **read_fit_params(reader, prefix, cls)})
         fitted = reader.has(f"{prefix}attributes")
         if fitted:
             vars(model).update(reader.attributes(prefix, _saved.ARRAYS, cls._SAVED_SCALARS))

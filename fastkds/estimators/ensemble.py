@@ -98,6 +98,9 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         k-means restarts.
     max_clusters : int, default=20
         Largest number of clusters ``"auto"`` may choose.
+    embedding : {"diffusion", "leading"}, default="diffusion"
+        As in :class:`~fastkds.KDSClustering`: the joint code graph's k
+        leading modes, or those and the next k, weighted.
     random_state : int, RandomState instance or None, default=None
         Seeds the dictionaries' initial atoms and k-means.
     n_jobs : int or None, default=None
@@ -160,6 +163,7 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         min_component=0.01,
         n_init=10,
         max_clusters=20,
+        embedding="diffusion",
         random_state=None,
         n_jobs=None,
     ):
@@ -169,12 +173,13 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         self.min_component = min_component
         self.n_init = n_init
         self.max_clusters = max_clusters
+        self.embedding = embedding
         self.random_state = random_state
         self.n_jobs = n_jobs
 
     def _validated_params(self):
         """The parameters fit reads, validated: the spectral step's
-        ``(k, n_init, min_component, max_clusters)`` (as
+        ``(k, n_init, min_component, max_clusters, embedding)`` (as
         :func:`fastkds._validation.check_clustering_params` returns them),
         ``n_estimators`` and ``n_jobs``. The template ``estimator`` is
         checked to be a KDS or None; its own parameters, by its fit."""
@@ -312,7 +317,8 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
 
     @classmethod
     def _from_entries(cls, reader, prefix):
-        model = cls(**reader.params(prefix, cls, templates={"estimator": KDS}))
+        # files written before the embedding was a parameter clustered the leading one
+        model = cls(**{"embedding": "leading", **reader.params(prefix, cls, templates={"estimator": KDS})})
         fitted = reader.has(f"{prefix}attributes")
         if fitted:
             vars(model).update(reader.attributes(prefix, _saved.ARRAYS, cls._SAVED_SCALARS))
