@@ -35,24 +35,6 @@ from fastkds.experiments import DATA_SETS, load_data_set
 from fastkds.spectral import BipartiteSpectrum, normalize_rows
 
 
-def weighted_projection(spectrum, k, n_columns, steps):
-    """The projection of ``spectrum``'s leading k-cluster columns and the
-    modes past them up to ``n_columns`` (k, 2k, ...) in all, weighted by
-    ``(lambda_j / lambda_k)^steps``."""
-    lead = spectrum.n_columns(k)  # a "leading" spectrum: to the k-th spread mode
-    c = max(lead, min(n_columns, spectrum.eigenvalues.size))
-    lam = spectrum.eigenvalues[:c]
-    weights = np.ones(c)
-    if lam[lead - 1] > 0:
-        weights[lead:] = (lam[lead:] / lam[lead - 1]) ** steps
-    else:
-        weights[lead:] = 0.0
-    sigma = np.sqrt(np.maximum(lam, np.finfo(np.float64).eps))
-    P = np.zeros((spectrum.used.size, c))
-    P[spectrum.used] = spectrum.inv_sqrt_s[:, None] * spectrum.eigenvectors[:, :c] / sigma * weights
-    return P
-
-
 def column_count(text, k, n_modes):
     """Columns named ``"k+1"``, ``"2k"``, ``"3k"``, ... or ``"all"`` (the modes), for k clusters."""
     if text == "all":
@@ -100,7 +82,7 @@ def main(argv=None):
                 else:
                     cols, steps = variant.split(", ")
                     n_columns = column_count(cols, k, spectrum.eigenvalues.size)
-                    P = weighted_projection(spectrum, k, n_columns, float(steps))
+                    P = spectrum.projection(k, spectrum.column_weights(k, n_columns, float(steps)))
                 U = normalize_rows(np.asarray(codes @ P))
                 labels = KMeans(k, n_init=10, random_state=seed).fit_predict(U)
                 acc.setdefault((name, variant), []).append(clustering_accuracy(y, labels))

@@ -76,7 +76,8 @@ class BipartiteSpectrum:
         (``lambda_k`` near 1), and fade: the embedding is the leading one.
         Where clusters touch (two moons joined at a tip, digits that share
         atoms), the k leading modes mix them, and the next modes, about as
-        slow, still separate them (docs/algorithm.md, "Clustering").
+        slow, still separate them (docs/algorithm.md, "The diffusion
+        embedding").
 
     Attributes
     ----------
@@ -246,16 +247,30 @@ class BipartiteSpectrum:
         spread = int(self.spread.sum())
         return int(np.searchsorted(np.cumsum(self.spread), min(2 * k, spread))) + 1
 
-    def column_weights(self, k):
-        """Weights of the embedding's ``n_columns(k)`` eigenvectors: 1 for
-        the leading ones to the k-th spread mode, ``(lambda_j /
-        lambda_k)^DIFFUSION_STEPS`` past it (see ``embedding``)."""
+    def column_weights(self, k, n_columns=None, steps=DIFFUSION_STEPS):
+        """Weights of the embedding's eigenvectors: 1 for the leading ones
+        to the k-th spread mode, ``(lambda_j / lambda_k)^steps`` past it
+        (see ``embedding``).
+
+        Parameters
+        ----------
+        k : int
+        n_columns : int or None, default=None
+            Columns in all (at least the leading ones); None:
+            :meth:`n_columns`.
+        steps : float, default=DIFFUSION_STEPS
+
+        Returns
+        -------
+        ndarray of shape (n_columns,)
+        """
         leading = self._leading_columns(k)
-        weights = np.ones(self.n_columns(k))
+        n_columns = self.n_columns(k) if n_columns is None else n_columns
+        weights = np.ones(max(leading, min(n_columns, self.eigenvalues.size)))
         lam_k = self.eigenvalues[leading - 1]
         past = self.eigenvalues[leading : weights.size]
         # eigenvalues decrease, so past <= lam_k; a k-th mode of eigenvalue 0 leaves nothing past it
-        weights[leading:] = (past / lam_k) ** DIFFUSION_STEPS if lam_k > 0 else 0.0
+        weights[leading:] = (past / lam_k) ** steps if lam_k > 0 else 0.0
         return weights
 
     def _leading_columns(self, k):
@@ -271,11 +286,12 @@ class BipartiteSpectrum:
             )
         return int(np.searchsorted(np.cumsum(self.spread), k)) + 1
 
-    def projection(self, k):
+    def projection(self, k, weights=None):
         """The m x c matrix P with ``U = X P`` (zero rows for unused atoms),
         ``c = n_columns(k)``: k (2k with ``embedding="diffusion"``) unless
-        localised modes lead, each column weighted by :meth:`column_weights`."""
-        weights = self.column_weights(k)
+        localised modes lead, each column weighted by :meth:`column_weights`
+        (or by ``weights``, one per column, for other embeddings)."""
+        weights = self.column_weights(k) if weights is None else np.asarray(weights, dtype=np.float64)
         c = weights.size
         sigma = np.sqrt(np.maximum(self.eigenvalues[:c], np.finfo(np.float64).eps))
         P = np.zeros((self.used.size, c))

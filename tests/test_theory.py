@@ -305,6 +305,21 @@ def test_diffusion_embedding_matches_naive(clustered_codes, k):
     np.testing.assert_allclose(U @ U.T, U_ref @ U_ref.T, atol=1e-7)
 
 
+def test_other_weights_give_other_embeddings(clustered_codes):
+    """``column_weights(k, n_columns, steps)`` and ``projection(k, weights)``
+    build any embedding of the family (bench/embeddings.py): the default
+    ones are the diffusion embedding's, and steps = infinity the leading one."""
+    X = clustered_codes.toarray()
+    diffusion = BipartiteSpectrum(X.T @ X, X.sum(axis=0))
+    leading = BipartiteSpectrum(X.T @ X, X.sum(axis=0), embedding="leading")
+    weights = leading.column_weights(2, 4, DIFFUSION_STEPS)
+    np.testing.assert_array_equal(weights, diffusion.column_weights(2))
+    np.testing.assert_array_equal(leading.projection(2, weights), diffusion.projection(2))
+    assert leading.column_weights(2).size == 2
+    np.testing.assert_array_equal(leading.column_weights(2, 4, np.inf)[2:], 0.0)
+    assert leading.column_weights(2, 1).size == 2  # never fewer than the leading columns
+
+
 def test_diffusion_embedding_with_few_modes_or_a_zero_kth():
     """Fewer than 2k spread modes: all of them; a k-th eigenvalue of 0: the
     modes past it weigh nothing (nothing of them is left)."""
