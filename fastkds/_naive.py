@@ -187,22 +187,23 @@ def dictionary_gradient(X, Y, W, lam):
     return X.T @ (X @ W - Y) + 2 * lam * (s[:, None] * W - X.T @ Y)
 
 
-def spectral_embedding(X, k, embedding="leading", steps=16):
+def spectral_embedding(X, k, embedding="leading", steps=None):
     """Normalized spectral embedding of the bipartite code graph.
 
     Computed the slow way: the left singular vectors of the full
     ``Z = X diag(s)^(-1/2)`` (n x m), whose squared singular values are the
     eigenvalues of the point -> atom -> point walk. ``"leading"``: the top
     k. ``"diffusion"``: the top 2k (at most m), column j > k weighted by
-    ``(sigma_j^2 / sigma_k^2)^steps``. Returns ``(U, sigma)`` (the singular
-    values of the columns returned).
+    ``(sigma_j^2 / sigma_k^2)^steps`` (``steps`` given). Returns ``(U,
+    sigma)`` (the singular values of the columns returned).
     """
     s = X.sum(axis=0)
     Z = X / np.sqrt(s)
     U, sigma, _ = np.linalg.svd(Z, full_matrices=False)
     c = k if embedding == "leading" else min(2 * k, sigma.size)
     weights = np.ones(c)
-    weights[k:] = (sigma[k:c] ** 2 / sigma[k - 1] ** 2) ** steps
+    if c > k:
+        weights[k:] = (sigma[k:c] ** 2 / sigma[k - 1] ** 2) ** steps
     return U[:, :c] * weights, sigma[:c]
 
 

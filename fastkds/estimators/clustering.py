@@ -85,8 +85,9 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         code graph's k leading modes (Ng, Jordan and Weiss; the paper's,
         which ``fastkds paper`` uses). ``"diffusion"``: those and the next
         k, each weighted by what is left of it relative to the k-th after
-        16 more steps of the random walk point -> atom -> point
-        (``(lambda_j / lambda_k)^16``). Where the clusters are well apart
+        ``t = fastkds.spectral.DIFFUSION_STEPS`` (16) more steps of the
+        random walk point -> atom -> point (``(lambda_j / lambda_k)^t``).
+        Where the clusters are well apart
         the extra modes fade and the two agree; where clusters touch (the
         digits of MNIST, two moons joined at a tip) the next modes still
         tell them apart (details: ``fastkds.spectral.BipartiteSpectrum``).
