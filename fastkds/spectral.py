@@ -71,13 +71,12 @@ class BipartiteSpectrum:
         weighted by ``(lambda_j / lambda_k)^DIFFUSION_STEPS``: what is left
         of it, relative to the k-th mode, after that many more steps of the
         random walk point -> atom -> point, whose eigenvalues are the
-        lambdas. Where the k clusters are well apart, the modes past the
-        k-th are the clusters' internal ones, much faster than the k-th
-        (``lambda_k`` near 1), and fade: the embedding is the leading one.
-        Where clusters touch (two moons joined at a tip, digits that share
-        atoms), the k leading modes mix them, and the next modes, about as
-        slow, still separate them (docs/algorithm.md, "The diffusion
-        embedding").
+        lambdas. Where the clusters are components of the code graph, each
+        mode past the k-th varies inside one of them, and k-means finds the
+        components as with the leading modes. Where clusters touch (two
+        moons joined at a tip, digits that share atoms), the k leading modes
+        mix them, and the next modes, about as slow, still separate them
+        (docs/algorithm.md, "The diffusion embedding").
 
     Attributes
     ----------

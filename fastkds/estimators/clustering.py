@@ -87,10 +87,9 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         k, each weighted by what is left of it relative to the k-th after
         ``t = fastkds.spectral.DIFFUSION_STEPS`` (16) more steps of the
         random walk point -> atom -> point (``(lambda_j / lambda_k)^t``).
-        Where the clusters are well apart
-        the extra modes fade and the two agree; where clusters touch (the
-        digits of MNIST, two moons joined at a tip) the next modes still
-        tell them apart (details: ``fastkds.spectral.BipartiteSpectrum``).
+        Where clusters touch (the digits of MNIST, two moons joined at a
+        tip) the k leading modes mix them and the next ones still tell them
+        apart (details: ``fastkds.spectral.BipartiteSpectrum``).
 
     Attributes
     ----------
