@@ -16,8 +16,9 @@ then clustered in several embeddings, each row-normalised and given to
 
 - ``leading``: the k leading modes (``embedding="leading"``);
 - ``C, t`` for each C of ``--columns`` and t of ``--steps``: those, and the
-  modes past the k-th up to C in all, mode j weighted by ``(lambda_j /
-  lambda_k)^t`` (``embedding="diffusion"`` is ``2k, 16``).
+  spread modes past the k-th up to C in all, mode j weighted by
+  ``(lambda_j / lambda_k)^t`` (``embedding="diffusion"`` is ``2k, 16``;
+  ``fastkds.spectral.BipartiteSpectrum.projection``).
 
 Printed: the mean accuracy over the seeds, one row per embedding, one
 column per set.
@@ -35,14 +36,15 @@ from fastkds.experiments import DATA_SETS, load_data_set
 from fastkds.spectral import BipartiteSpectrum, normalize_rows
 
 
-def column_count(text, k, n_modes):
-    """Columns named ``"k+1"``, ``"2k"``, ``"3k"``, ... or ``"all"`` (the modes), for k clusters."""
+def extra_modes(text, k, n_modes):
+    """Spread modes past the k-th for ``--columns`` ``"k+N"``, ``"Nk"`` (k + N
+    or N k columns in all) or ``"all"``, with k clusters."""
     if text == "all":
         return n_modes
     if text.startswith("k+"):
-        return k + int(text[2:])
+        return int(text[2:])
     if text.endswith("k"):
-        return int(text[:-1] or 1) * k
+        return (int(text[:-1] or 1) - 1) * k
     raise ValueError(f"--columns takes k+N, Nk or all, got {text!r}")
 
 
@@ -81,8 +83,7 @@ def main(argv=None):
                     P = spectrum.projection(k)
                 else:
                     cols, steps = variant.split(", ")
-                    n_columns = column_count(cols, k, spectrum.eigenvalues.size)
-                    P = spectrum.projection(k, spectrum.column_weights(k, n_columns, float(steps)))
+                    P = spectrum.projection(k, extra_modes(cols, k, spectrum.eigenvalues.size), float(steps))
                 U = normalize_rows(np.asarray(codes @ P))
                 labels = KMeans(k, n_init=10, random_state=seed).fit_predict(U)
                 acc.setdefault((name, variant), []).append(clustering_accuracy(y, labels))

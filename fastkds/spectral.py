@@ -231,46 +231,62 @@ class BipartiteSpectrum:
 
     def n_columns(self, k):
         """Columns of the k-cluster embedding: the leading eigenvectors up to
-        the k-th spread one, and with ``embedding="diffusion"`` on to the
-        2k-th (or the last spread one, when fewer).
+        the k-th spread one, and with ``embedding="diffusion"`` the next k
+        spread ones (or as many as there are); see :meth:`columns`.
 
-        Localised modes among them do not count towards k, but they stay in
-        the embedding: where a localised mode's eigenvalue nearly equals a
-        cluster mode's, the eigensolver returns mixtures of the two, and the
-        cluster's direction is then shared between them. For the points
-        outside a localised mode's few atoms its column is nearly zero.
+        Localised modes among the leading ones do not count towards k, but
+        they stay in the embedding: where a localised mode's eigenvalue
+        nearly equals a cluster mode's, the eigensolver returns mixtures of
+        the two, and the cluster's direction is then shared between them.
+        For the points outside a localised mode's few atoms its column is
+        nearly zero.
         """
-        leading = self._leading_columns(k)
-        if self.embedding == "leading":
-            return leading
-        spread = int(self.spread.sum())
-        return int(np.searchsorted(np.cumsum(self.spread), min(2 * k, spread))) + 1
+        return self.columns(k).size
 
-    def column_weights(self, k, n_columns=None, steps=DIFFUSION_STEPS):
-        """Weights of the embedding's eigenvectors: 1 for the leading ones
-        to the k-th spread mode, ``(lambda_j / lambda_k)^steps`` past it
-        (see ``embedding``).
+    def columns(self, k, n_extra=None):
+        """Eigenvectors of the k-cluster embedding, by their index.
 
         Parameters
         ----------
         k : int
-        n_columns : int or None, default=None
-            Columns in all (at least the leading ones); None:
-            :meth:`n_columns`.
+        n_extra : int or None, default=None
+            Spread modes past the k-th spread one to add (None: k with
+            ``embedding="diffusion"``, 0 with ``"leading"``). The localised
+            modes past the k-th spread one never enter: with a weight near
+            1, each would give its few points a direction of their own
+            (docs/experiments.md, "The diffusion embedding").
+
+        Returns
+        -------
+        ndarray of int
+        """
+        leading = self._leading_columns(k)
+        if n_extra is None:
+            n_extra = k if self.embedding == "diffusion" else 0
+        past = leading + np.flatnonzero(self.spread[leading:])[:n_extra]
+        return np.r_[np.arange(leading), past]
+
+    def column_weights(self, k, n_extra=None, steps=DIFFUSION_STEPS):
+        """Weights of the :meth:`columns`: 1 for the leading ones to the
+        k-th spread mode, ``(lambda_j / lambda_k)^steps`` past it (see
+        ``embedding``).
+
+        Parameters
+        ----------
+        k : int
+        n_extra : int or None, default=None
+            As for :meth:`columns`.
         steps : float, default=DIFFUSION_STEPS
 
         Returns
         -------
-        ndarray of shape (n_columns,)
+        ndarray of shape (columns(k, n_extra).size,)
         """
         leading = self._leading_columns(k)
-        n_columns = self.n_columns(k) if n_columns is None else n_columns
-        weights = np.ones(max(leading, min(n_columns, self.eigenvalues.size)))
+        past = self.eigenvalues[self.columns(k, n_extra)[leading:]]
         lam_k = self.eigenvalues[leading - 1]
-        past = self.eigenvalues[leading : weights.size]
         # eigenvalues decrease, so past <= lam_k; a k-th mode of eigenvalue 0 leaves nothing past it
-        weights[leading:] = (past / lam_k) ** steps if lam_k > 0 else 0.0
-        return weights
+        return np.r_[np.ones(leading), (past / lam_k) ** steps if lam_k > 0 else np.zeros(past.size)]
 
     def _leading_columns(self, k):
         """The leading eigenvectors up to the k-th spread one (``n_columns``
@@ -285,16 +301,17 @@ class BipartiteSpectrum:
             )
         return int(np.searchsorted(np.cumsum(self.spread), k)) + 1
 
-    def projection(self, k, weights=None):
-        """The m x c matrix P with ``U = X P`` (zero rows for unused atoms),
-        ``c = n_columns(k)``: k (2k with ``embedding="diffusion"``) unless
-        localised modes lead, each column weighted by :meth:`column_weights`
-        (or by ``weights``, one per column, for other embeddings)."""
-        weights = self.column_weights(k) if weights is None else np.asarray(weights, dtype=np.float64)
-        c = weights.size
-        sigma = np.sqrt(np.maximum(self.eigenvalues[:c], np.finfo(np.float64).eps))
-        P = np.zeros((self.used.size, c))
-        P[self.used] = self.inv_sqrt_s[:, None] * self.eigenvectors[:, :c] / sigma * weights
+    def projection(self, k, n_extra=None, steps=DIFFUSION_STEPS):
+        """The m x c matrix P with ``U = X P`` (zero rows for unused atoms):
+        the :meth:`columns`, ``c = n_columns(k)`` (k, 2k with
+        ``embedding="diffusion"``, more where localised modes lead), each
+        weighted by :meth:`column_weights`. ``n_extra`` and ``steps`` give
+        other embeddings of the family (``bench/embeddings.py``)."""
+        columns = self.columns(k, n_extra)
+        weights = self.column_weights(k, n_extra, steps)
+        sigma = np.sqrt(np.maximum(self.eigenvalues[columns], np.finfo(np.float64).eps))
+        P = np.zeros((self.used.size, columns.size))
+        P[self.used] = self.inv_sqrt_s[:, None] * self.eigenvectors[:, columns] / sigma * weights
         if self.stand_in is not None:
             out, nearest = self.stand_in
             P[out] = P[nearest]

@@ -104,6 +104,18 @@ def test_model_file_without_spread_loads_with_every_mode_counted(tmp_path):
     np.testing.assert_array_equal(loaded.predict(Y), model.predict(Y))
 
 
+def test_diffusion_extras_skip_localised_modes():
+    """The diffusion embedding's modes past the k-th spread one are spread
+    modes only; a localised mode among the leading ones stays (n_columns)."""
+    X, _ = _faint_codes(np.random.default_rng(0))
+    spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0), min_component=0.01)
+    assert not spec.spread[1] and spec.spread[[0, 2, 3, 4]].all()
+    np.testing.assert_array_equal(spec.columns(1), [0, 2])  # the localised mode 1 is past the first spread one
+    np.testing.assert_array_equal(spec.columns(2), [0, 1, 2, 3, 4])  # it leads the second: kept
+    assert spec.n_columns(2) == 5 and spec.projection(2).shape == (13, 5)
+    np.testing.assert_array_equal(spec.column_weights(1)[1], (spec.eigenvalues[2] / spec.eigenvalues[0]) ** 16)
+
+
 def test_nothing_large_keeps_every_mode():
     rng = np.random.default_rng(2)
     X, _ = _faint_codes(rng)

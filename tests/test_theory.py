@@ -306,18 +306,18 @@ def test_diffusion_embedding_matches_naive(clustered_codes, k):
 
 
 def test_other_weights_give_other_embeddings(clustered_codes):
-    """``column_weights(k, n_columns, steps)`` and ``projection(k, weights)``
-    build any embedding of the family (bench/embeddings.py): the default
-    ones are the diffusion embedding's, and steps = infinity the leading one."""
+    """``projection(k, n_extra, steps)`` builds any embedding of the family
+    (bench/embeddings.py): k extra modes at DIFFUSION_STEPS are the
+    diffusion embedding, no extra mode is the leading one, and infinitely
+    many steps leave the extra modes nothing."""
     X = clustered_codes.toarray()
     diffusion = BipartiteSpectrum(X.T @ X, X.sum(axis=0))
     leading = BipartiteSpectrum(X.T @ X, X.sum(axis=0), embedding="leading")
-    weights = leading.column_weights(2, 4, DIFFUSION_STEPS)
-    np.testing.assert_array_equal(weights, diffusion.column_weights(2))
-    np.testing.assert_array_equal(leading.projection(2, weights), diffusion.projection(2))
-    assert leading.column_weights(2).size == 2
-    np.testing.assert_array_equal(leading.column_weights(2, 4, np.inf)[2:], 0.0)
-    assert leading.column_weights(2, 1).size == 2  # never fewer than the leading columns
+    np.testing.assert_array_equal(leading.column_weights(2, 2, DIFFUSION_STEPS), diffusion.column_weights(2))
+    np.testing.assert_array_equal(leading.projection(2, 2, DIFFUSION_STEPS), diffusion.projection(2))
+    np.testing.assert_array_equal(diffusion.projection(2, 0), leading.projection(2))
+    np.testing.assert_array_equal(leading.column_weights(2, 2, np.inf)[2:], 0.0)
+    assert leading.columns(2, 100).size == leading.eigenvalues.size  # at most every mode
 
 
 def test_diffusion_embedding_with_few_modes_or_a_zero_kth():
@@ -327,7 +327,7 @@ def test_diffusion_embedding_with_few_modes_or_a_zero_kth():
     X = block_codes(rng, [(30, 2), (30, 2)])  # two components of 2 atoms: 4 modes
     spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0))
     assert spec.eigenvalues.size == 4
-    assert spec.n_columns(3) == 4 and spec.n_columns(2) == 4
+    assert spec.n_columns(3) == 4 and spec.n_columns(2) == 4 and spec.n_columns(1) == 2
     with pytest.raises(ValueError, match="exceeds"):
         spec.n_columns(5)
     degenerate = BipartiteSpectrum.from_arrays(
