@@ -67,8 +67,8 @@ class BipartiteSpectrum:
     embedding : {"diffusion", "leading"}, default="diffusion"
         What k-means clusters (:meth:`projection`). ``"leading"``: the
         eigenvectors of the k leading modes (Ng, Jordan and Weiss; the
-        paper's). ``"diffusion"``: those, and the next k modes, mode j
-        weighted by ``(lambda_j / lambda_k)^DIFFUSION_STEPS``: what is left
+        paper's). ``"diffusion"``: those, and the next k spread modes, mode
+        j weighted by ``(lambda_j / lambda_k)^DIFFUSION_STEPS``: what is left
         of it, relative to the k-th mode, after that many more steps of the
         random walk point -> atom -> point, whose eigenvalues are the
         lambdas. Where the clusters are components of the code graph, each

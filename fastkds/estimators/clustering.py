@@ -98,9 +98,10 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
     embedding_ : ndarray of shape (n_samples, n_columns)
         Row-normalised spectral embedding the k-means ran on: the leading
         eigenvectors up to the ``n_clusters_``-th spread one (and, with
-        ``embedding="diffusion"``, on to the ``2 n_clusters_``-th, weighted),
-        so ``n_columns = spectrum_.n_columns(n_clusters_)``: ``n_clusters_``
-        or twice that, unless localised modes lead (see ``min_component``).
+        ``embedding="diffusion"``, the next ``n_clusters_`` spread ones,
+        weighted), so ``n_columns = spectrum_.n_columns(n_clusters_)``:
+        ``n_clusters_`` or twice that, more where localised modes lead (see
+        ``min_component``).
     eigenvalues_ : ndarray
         Eigenvalues of the atom-side matrix M, decreasing; the multiplicity
         of 1 counts connected components of the code graph.
