@@ -25,7 +25,6 @@ while the host places one chunk the GPU encodes the next ones.
 
 import warnings
 from collections import deque
-from types import SimpleNamespace
 
 import numpy as np
 import scipy.sparse as sp
@@ -484,7 +483,7 @@ class CudaPreparedDictionary:
             kernel=kernel, threads_per_block=threads_per_block, scratch_budget=scratch_budget,
             warps_per_block=warps_per_block, max_warps=max_warps,
         )  # fmt: skip
-        self._upload(host, **settings)
+        self._upload(host, host, **settings)
         #: With far atoms (:attr:`PreparedDictionary.near`), the encoder of the
         #: near atoms at their own step (a CudaPreparedDictionary), or None.
         #: Every chunk is then encoded by both, and the points that cannot
@@ -493,13 +492,7 @@ class CudaPreparedDictionary:
         if host.near is not None:
             near = host.near
             self.near = CudaPreparedDictionary.__new__(CudaPreparedDictionary)
-            self.near._upload(
-                SimpleNamespace(
-                    dtype=host.dtype, alpha_value=near.alpha_value, W=near.W, G=near.G, ww=near.ww,
-                    shift=None, alpha=near.alpha, lam=host.lam, beta=host.beta, ks=near.ks,
-                ),
-                **settings,
-            )  # fmt: skip
+            self.near._upload(host, near, **settings)
             self.near.near = None
             self.screening_ratio, self.screening_slack = host.screening_ratio, host.screening_slack
             self.d_near_index = cuda.to_device(near.index)
@@ -507,14 +500,18 @@ class CudaPreparedDictionary:
             self.d_atoms = cuda.to_device(host.W)
             self.d_atoms_ww = cuda.to_device(host.ww)
 
-    def _upload(self, host, *, kernel, threads_per_block, scratch_budget, warps_per_block, max_warps):
-        """Take the host-side quantities of ``host`` (a PreparedDictionary, or
-        the same attributes) and copy what the kernels read to the device."""
+    def _upload(self, host, atoms, *, kernel, threads_per_block, scratch_budget, warps_per_block, max_warps):
+        """Take the encoder's settings from ``host`` (a PreparedDictionary)
+        and the atoms' arrays and step from ``atoms`` (``host`` itself, or
+        ``host.near``, as the CPU's ``_encode_apg`` does), and copy what the
+        kernels read to the device."""
         self.dtype = host.dtype
-        self.alpha_value = host.alpha_value
-        self.W, self.G, self.ww = host.W, host.G, host.ww
-        self.shift = host.shift  # subtracted from each chunk on its way in (see _submit)
-        self.alpha, self.lam, self.beta, self.ks = host.alpha, host.lam, host.beta, host.ks
+        self.alpha_value = atoms.alpha_value
+        self.W, self.G, self.ww = atoms.W, atoms.G, atoms.ww
+        # subtracted from each chunk on its way in (see _submit); the near
+        # atoms' encoder reads the rows already shifted
+        self.shift = host.shift if atoms is host else None
+        self.alpha, self.lam, self.beta, self.ks = atoms.alpha, host.lam, host.beta, atoms.ks
         self.kernel = _resolve_kernel(kernel, self.n_atoms)
         self.threads_per_block = int(_config.CUDA_ENCODE_THREADS if threads_per_block is None else threads_per_block)
         self.scratch_budget = int(_config.CUDA_SCRATCH_BUDGET if scratch_budget is None else scratch_budget)
