@@ -54,6 +54,30 @@ def test_one_dictionary_is_kdsclustering(moons, seed):
     np.testing.assert_array_equal(ens.labels_, single.labels_)
 
 
+@pytest.mark.parametrize("n_clusters", [2, "auto"])
+def test_default_estimator_is_kdsclusterings_dictionary(moons, n_clusters):
+    # estimator=None: one dictionary is the one KDSClustering fits with its
+    # defaults (auto atoms for n and k, its tol), so the labels agree too
+    Y, _ = moons
+    single = KDSClustering(n_clusters, random_state=3).fit(Y)
+    ens = KDSEnsembleClustering(n_clusters, n_estimators=1, random_state=3).fit(Y)
+    assert ens.estimators_[0].n_atoms == single.kds_.n_atoms == 39  # round(sqrt(1500))
+    assert ens.estimators_[0].tol == single.kds_.tol == KDSClustering().tol
+    np.testing.assert_array_equal(ens.components_, single.components_)
+    np.testing.assert_array_equal(ens.labels_, single.labels_)
+    assert ens.estimator is None  # the template is built per fit, the parameter left as given
+
+
+def test_default_estimator_has_atoms_for_many_clusters():
+    # KDS()'s 16 atoms per dictionary are fewer than the 20 blobs, and the
+    # joint graph then merges some; the auto rule gives every dictionary
+    # 4 atoms per cluster, and every blob atoms of its own
+    Y, y = make_blobs(2000, centers=20, n_features=10, cluster_std=0.5, random_state=0)
+    model = KDSEnsembleClustering(20, n_estimators=2, random_state=0).fit(Y)
+    assert all(kds.n_atoms == 80 for kds in model.estimators_)
+    assert clustering_accuracy(y, model.labels_) > 0.99
+
+
 def test_joint_codes_are_the_dictionaries_codes_side_by_side(ensemble_moons, moons):
     Y, _ = moons
     model = ensemble_moons

@@ -26,12 +26,13 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import _config, _dask, persistence
 from .._config import effective_n_jobs
-from .._validation import check_clustering_params, check_n_jobs, check_positive_int
+from .._validation import auto_n_atoms, check_clustering_params, check_n_jobs, check_positive_int
 from ..exceptions import warn
 from ..sources import ChunkSource
 from ..spectral import ClusteringResults, cluster_codes, normalize_rows
 from . import _saved
 from ._base import EmbeddingFeaturesMixin, SaveMixin, check_fit_input, check_input, commit_fit, is_fitted
+from .clustering import KDSClustering
 from .kds import KDS, fit_attributes, fitted_encoder
 
 
@@ -86,8 +87,12 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
     estimator : KDS or None, default=None
         The dictionary model to clone, with its settings (``n_atoms``,
         ``lam``, ``n_iter``, ``solver``, ...); its ``random_state`` is
-        replaced in each clone. None means ``KDS()``. With
-        ``verbose=1`` each dictionary's fit shows its own progress bar.
+        replaced in each clone. None means the dictionary
+        :class:`~fastkds.KDSClustering` fits with its defaults: ``n_atoms``
+        by its ``"auto"`` rule for the points and ``n_clusters``
+        (``fastkds._validation.auto_n_atoms``), its ``tol`` (1e-2), and
+        KDS's defaults otherwise. With ``verbose=1`` each dictionary's fit
+        shows its own progress bar.
     n_estimators : int, default=5
         Number of dictionaries.
     min_component : float, default=0.01
@@ -188,6 +193,14 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
             raise TypeError(f"estimator must be a fastkds.KDS or None, got {type(self.estimator).__name__}")
         return spectral_params, check_positive_int(self.n_estimators, "n_estimators"), check_n_jobs(self.n_jobs)
 
+    @staticmethod
+    def _default_estimator(n_samples, n_clusters):
+        """The template for ``estimator=None``: the KDS that
+        ``KDSClustering(n_clusters)`` fits on ``n_samples`` points (``n_clusters``
+        None for "auto"), so that one dictionary of the ensemble is one of
+        KDSClustering's and the two models' defaults compare."""
+        return KDS(n_atoms=auto_n_atoms(n_samples, n_clusters), tol=KDSClustering().tol)
+
     def _joint_codes(self, Y, estimators=None):
         """Codes of validated ``Y`` in every dictionary (``estimators_`` by
         default), side by side, scaled by 1/r."""
@@ -218,7 +231,7 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         spectral_params, n_estimators, n_jobs = self._validated_params()
         Y, fitted = check_fit_input(self, X)
         rng = check_random_state(self.random_state)
-        base = KDS() if self.estimator is None else self.estimator
+        base = self._default_estimator(Y.shape[0], spectral_params[0]) if self.estimator is None else self.estimator
         seeds = [rng.randint(np.iinfo(np.int32).max) for _ in range(n_estimators)]
         clones = [clone(base).set_params(random_state=seed) for seed in seeds]
         n_workers = 1 if n_jobs is None else min(n_estimators, effective_n_jobs(n_jobs))
