@@ -28,8 +28,8 @@ import numpy as np
 
 from fastkds import KDS, KDSClustering, KDSEnsembleClustering, clustering_accuracy
 from fastkds.datasets import find_data_dir
-from fastkds.experiments import DATA_SETS, load_data_set
-from real_data import NEIGHBOURS, _quick, _spectral, timed_baseline
+from fastkds.experiments import load_data_set
+from real_data import NEIGHBOURS, _quick, _spectral, table_sets, timed_baseline
 
 MODELS = {
     "KDSClustering": lambda k, seed: KDSClustering(k, random_state=seed),
@@ -59,13 +59,9 @@ def main(argv=None):
     print(f"bench/ensemble_defaults.py, {datetime.date.today()}, Python {platform.python_version()}")
     print("| data | " + " | ".join(f"{name} (mean / min, s)" for name in MODELS) + " | Spectral kNN best (s) |")
     print("|---|" + "---|" * (len(MODELS) + 1))
-    for name, title in DATA_SETS:
-        if name == "moons1m" or (args.only and name not in args.only):
-            continue
-        try:
-            Y, y = load_data_set(name, data_dir, 0)
-        except FileNotFoundError as exc:
-            print(f"| {title} | skipped: {exc} |")
+    for name, title, Y, y in table_sets(data_dir, args.only):
+        if Y is None:
+            print(f"| {title} | skipped: {y} |")
             continue
         if args.quick:
             Y, y = _quick(Y, y)

@@ -44,8 +44,8 @@ from sklearn.cluster import KMeans, kmeans_plusplus
 from fastkds import clustering_accuracy
 from fastkds.encoding import sparse_encode
 from fastkds.datasets import find_data_dir
-from fastkds.experiments import DATA_SETS, load_data_set
 from fastkds.spectral import BipartiteSpectrum, normalize_rows
+from real_data import table_sets
 
 
 def atom_neighbours(W, q, mutual):
@@ -114,13 +114,9 @@ def main(argv=None):
     data_dir = find_data_dir(args.data)
     sizes = [int(a) for a in args.atoms.split(",")]
     graphs = args.graphs.split(",")
-    for name, title in DATA_SETS:
-        if (args.only and name not in args.only) or name == "moons1m":
-            continue
-        try:
-            Y, y = load_data_set(name, data_dir, 0)
-        except FileNotFoundError as exc:
-            print(f"{title}: skipped ({exc})")
+    for _, title, Y, y in table_sets(data_dir, args.only):
+        if Y is None:
+            print(f"{title}: skipped ({y})")
             continue
         Y = np.ascontiguousarray(Y, dtype=np.float64)
         k = len(np.unique(y))

@@ -23,7 +23,7 @@ from sklearn.cluster import SpectralClustering
 
 from fastkds import KDSClustering, clustering_accuracy
 from fastkds.datasets import find_data_dir
-from fastkds.experiments import DATA_SETS, load_data_set
+from real_data import table_sets
 
 
 def main(argv=None):
@@ -35,15 +35,13 @@ def main(argv=None):
     neighbours = [int(q) for q in args.neighbours.split(",")]
     warnings.simplefilter("ignore")
     data_dir = find_data_dir(args.data)
-    print("| data | n | " + " | ".join(f"Spectral, {q} neighbours" for q in neighbours) + " | KDSClustering | m | n / m |")
+    print(
+        "| data | n | " + " | ".join(f"Spectral, {q} neighbours" for q in neighbours) + " | KDSClustering | m | n / m |"
+    )
     print("|---|---|" + "---|" * (len(neighbours) + 3))
-    for name, title in DATA_SETS:
-        if name == "moons1m" or (args.only and name not in args.only):
-            continue
-        try:
-            Y, y = load_data_set(name, data_dir, 0)
-        except FileNotFoundError as exc:
-            print(f"| {title} | skipped: {exc} |")
+    for _, title, Y, y in table_sets(data_dir, args.only):
+        if Y is None:
+            print(f"| {title} | skipped: {y} |")
             continue
         n, k = Y.shape[0], int(np.unique(y).size)
         cells = []

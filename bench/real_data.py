@@ -58,6 +58,21 @@ ROWS = [(name, title, functools.partial(load_data_set, name)) for name, title in
 NEIGHBOURS = (5, 10, 20)
 
 
+def table_sets(data_dir, only=None):
+    """The sets of the side tables (``bench/ensemble_defaults.py``,
+    ``bench/neighbourhood.py``, ``bench/landmark_graphs.py``): every set of
+    ``DATA_SETS`` but the million-point moons, or those named in ``only``,
+    with the data of seed 0, as ``(name, title, Y, y)``; ``Y`` is None and
+    ``y`` the reason when the data are missing."""
+    for name, title in DATA_SETS:
+        if name == "moons1m" or (only and name not in only):
+            continue
+        try:
+            yield (name, title, *load_data_set(name, data_dir, 0))
+        except FileNotFoundError as exc:
+            yield name, title, None, str(exc)
+
+
 def _quick(Y, y, n=600):
     keep = np.sort(np.random.default_rng(0).choice(Y.shape[0], min(n, Y.shape[0]), replace=False))
     return np.ascontiguousarray(Y[keep]), y[keep]
