@@ -18,7 +18,6 @@ n_neighbors 5, 10 and 20 (accuracy and seconds, in a child process under
 set on a 600-point subsample with one seed, to check the script.
 """
 
-import argparse
 import datetime
 import platform
 import time
@@ -29,7 +28,7 @@ import numpy as np
 from fastkds import KDS, KDSClustering, KDSEnsembleClustering, clustering_accuracy
 from fastkds.datasets import find_data_dir
 from fastkds.experiments import load_data_set
-from real_data import NEIGHBOURS, _quick, _spectral, table_sets, timed_baseline
+from real_data import NEIGHBOURS, _quick, _spectral, table_parser, table_sets, timed_baseline
 
 MODELS = {
     "KDSClustering": lambda k, seed: KDSClustering(k, random_state=seed),
@@ -46,9 +45,7 @@ def _drawn(name, data_dir, seed, quick):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=None, help="folder of the real data sets (default: found as fastkds does)")
-    ap.add_argument("--only", nargs="+", default=None, help="names of the sets to run")
+    ap = table_parser(__doc__)
     ap.add_argument("--seeds", type=int, default=3, help="seeds per model (default 3)")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds for each SpectralClustering run")
     ap.add_argument("--quick", action="store_true", help="600 points per set, one seed")

@@ -26,7 +26,6 @@ seeds, the ``atoms`` search's mean seconds; and SpectralClustering's best
 of n_neighbors 5, 10 and 20, as ``bench/real_data.py`` runs it.
 """
 
-import argparse
 import time
 import warnings
 
@@ -35,7 +34,7 @@ from sklearn.neighbors import NearestNeighbors
 
 from fastkds import KDSClustering, clustering_accuracy
 from fastkds.datasets import find_data_dir
-from real_data import NEIGHBOURS, _spectral, table_sets, timed_baseline
+from real_data import NEIGHBOURS, _spectral, table_parser, table_sets, timed_baseline
 
 MAX_ROUNDS = 20
 
@@ -82,9 +81,7 @@ def vote(labels, neighbours, k):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=None, help="folder of the real data sets (default: found as fastkds does)")
-    ap.add_argument("--only", nargs="+", default=None, help="names of the sets to run")
+    ap = table_parser(__doc__)
     ap.add_argument("--seeds", type=int, default=3, help="seeds per set (default 3)")
     ap.add_argument("--neighbours", type=int, default=10, help="q, the voting neighbours (default 10)")
     ap.add_argument("--atoms", type=int, default=4, help="r, the nearest atoms whose points are candidates")

@@ -32,7 +32,6 @@ seeds) for each graph and m, and the relative eigengap ``mu_{k+1} / mu_k``
 of that graph (the number an unsupervised choice of m could use).
 """
 
-import argparse
 import time
 import warnings
 
@@ -45,7 +44,7 @@ from fastkds import clustering_accuracy
 from fastkds.encoding import sparse_encode
 from fastkds.datasets import find_data_dir
 from fastkds.spectral import BipartiteSpectrum, normalize_rows
-from real_data import table_sets
+from real_data import table_parser, table_sets
 
 
 def atom_neighbours(W, q, mutual):
@@ -101,9 +100,7 @@ def cluster(A, codes, k, seed):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=None)
-    ap.add_argument("--only", nargs="+", default=None)
+    ap = table_parser(__doc__)
     ap.add_argument("--atoms", default="100,400,1000")
     ap.add_argument("--graphs", default="codes,mutual5,knn5")
     ap.add_argument("--seeds", type=int, default=2)

@@ -15,7 +15,6 @@ about that fine, which the defaults' at most 100 atoms (a fit linear in n)
 do not give once n is large.
 """
 
-import argparse
 import warnings
 
 import numpy as np
@@ -23,13 +22,11 @@ from sklearn.cluster import SpectralClustering
 
 from fastkds import KDSClustering, clustering_accuracy
 from fastkds.datasets import find_data_dir
-from real_data import table_sets
+from real_data import table_parser, table_sets
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=None, help="folder of the real data sets (default: found as fastkds does)")
-    ap.add_argument("--only", nargs="+", default=None, help="names of the sets to run")
+    ap = table_parser(__doc__)
     ap.add_argument("--neighbours", default="5,10,20,40,80", help="n_neighbors of SpectralClustering")
     args = ap.parse_args(argv)
     neighbours = [int(q) for q in args.neighbours.split(",")]

@@ -58,6 +58,15 @@ ROWS = [(name, title, functools.partial(load_data_set, name)) for name, title in
 NEIGHBOURS = (5, 10, 20)
 
 
+def table_parser(description):
+    """An argument parser with the side tables' ``--data`` and ``--only``
+    (the sets :func:`table_sets` takes)."""
+    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=None, help="folder of the real data sets (default: found as fastkds does)")
+    ap.add_argument("--only", nargs="+", default=None, help="names of the sets to run")
+    return ap
+
+
 def table_sets(data_dir, only=None):
     """The sets of the side tables (``bench/ensemble_defaults.py``,
     ``bench/neighbourhood.py``, ``bench/landmark_graphs.py``): every set of
