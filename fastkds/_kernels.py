@@ -444,7 +444,28 @@ def _group_v_row(j, ac, z, v, r, aW):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _encode_group(
-    B, yy, G, W, aW, ww, alpha, lam, beta, ks, pts, i0, n_pts, counts, slot_idx, slot_val, obj, rows, r, lanes, idx
+    B,
+    yy,
+    G,
+    W,
+    aW,
+    ww,
+    alpha,
+    lam,
+    beta,
+    ks,
+    pts,
+    i0,
+    n_pts,
+    counts,
+    slot_idx,
+    slot_val,
+    obj,
+    rows,
+    r,
+    lanes,
+    idx,
+    relative,
 ):
     """Encode the points ``pts[i0:i0 + L]`` together, one per lane.
 
@@ -462,11 +483,19 @@ def _encode_group(
 
     A short last group repeats its last point in the spare lanes. Scratch:
     ``rows`` (5, m, L) holds ac, v, z, x and the transposed b; ``r`` (d, L);
-    ``lanes`` (5, L) holds ||y||^2, tau and three per-lane sums; ``idx``
-    (4, m) the row lists act, xs, cand and flag.
+    ``lanes`` (6, L) holds ||y||^2, tau, three per-lane sums and ``ref``;
+    ``idx`` (4, m) the row lists act, xs, cand and flag.
+
+    With ``relative``, the thresholds are taken relative to ``ref``, the
+    mean of v over the lane's old support (0 before there is one), as the
+    per-point encoder takes them relative to one entry: v is as large as
+    ``alpha max_j ||w_j||^2``, over 1 only with the near atoms' step
+    (docs/algorithm.md, "Far atoms"), and relative values keep the "- 1" of
+    every threshold, so the codes still sum to 1 to rounding. Otherwise
+    ``ref`` stays 0, and the thresholds are v's own.
     """
     ac, v, z, x, bt = rows[0], rows[1], rows[2], rows[3], rows[4]
-    yl, tau, sm, cnt, mis = lanes[0], lanes[1], lanes[2], lanes[3], lanes[4]
+    yl, tau, sm, cnt, mis, ref = lanes[0], lanes[1], lanes[2], lanes[3], lanes[4], lanes[5]
     act, xs, cand, flag = idx[0], idx[1], idx[2], idx[3]
     m = B.shape[1]
     L = v.shape[1]
@@ -474,6 +503,8 @@ def _encode_group(
     zero = ks[0]
     one = ks[1]
     half = one / (one + one)
+    for l in range(L):
+        ref[l] = zero
     for l in range(L):  # transpose the group's b and ||y||^2 into lanes
         i = pts[min(i0 + l, n_pts - 1)]
         yl[l] = yy[i]
@@ -540,6 +571,18 @@ def _encode_group(
                 inx = x[j, l] > zero
                 sm[l] += v[j, l] if inx else zero
                 cnt[l] += one if inx else zero
+        if relative:
+            # relative to ref, their mean (0 before there is one), the sum
+            # of the support loses nothing to rounding however large v is
+            for l in range(L):
+                ref[l] = sm[l] / cnt[l] if cnt[l] > zero else zero
+                sm[l] = zero
+            for q in range(nx):  # from here on v is relative to ref
+                j = xs[q]
+                for l in range(L):
+                    vr = v[j, l] - ref[l]
+                    v[j, l] = vr
+                    sm[l] += vr if x[j, l] > zero else zero
         for l in range(L):
             tau[l] = (sm[l] - one) / cnt[l] if cnt[l] > zero else -one
         # all rows: which lie above tau(A) in some lane. Where no lane's set
@@ -560,13 +603,14 @@ def _encode_group(
                 w0 = aW[j, 0]
                 w1 = aW[j, 1]
                 for l in range(L):
-                    vj = _v_d2(ac, z, r, w0, w1, j, l)
+                    vj = _v_d2(ac, z, r, w0, w1, j, l) - ref[l]
                     v[j, l] = vj
                     above |= vj > tau[l]
                 changed |= above
             else:
                 _group_v_row(j, ac, z, v, r, aW)
                 for l in range(L):
+                    v[j, l] -= ref[l]
                     above |= v[j, l] > tau[l]
                 changed |= above
             if above:
@@ -708,13 +752,15 @@ def encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, slo
     L = LANE_BYTES // B.itemsize
     n_blocks = max((n + SORT_BLOCK - 1) // SORT_BLOCK, min(4 * n_threads, (n + 1023) // 1024))
     size = (n + n_blocks - 1) // n_blocks
+    # v can outgrow O(1) only when the step does: see _encode_group
+    relative = np.float64(alpha) * np.float64(ww.max()) > 1.0
     # the block's work is written out here, not in a function of its own:
     # Numba optimises a callee's code again inside each caller, and in the
     # parallel loop that is the slowest compile of all
     for blk in prange(n_blocks):
         rows = np.empty((5, m, L), dtype=B.dtype)
         r = np.empty((d, L), dtype=B.dtype)
-        lanes = np.empty((5, L), dtype=B.dtype)
+        lanes = np.empty((6, L), dtype=B.dtype)
         idx = np.zeros((4, m), dtype=np.int64)
         starts = np.empty(m + 1, dtype=np.int64)
         lo = min(blk * size, n)
@@ -745,6 +791,7 @@ def encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, slo
                 r,
                 lanes,
                 idx,
+                relative,
             )
 
 

@@ -80,6 +80,23 @@ def test_far_atoms_split_matches_the_numpy_twin(d, dtype):
     np.testing.assert_allclose(Xm, X, rtol=0, atol=1e-9 if dtype == np.float64 else 1e-3)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("d", [1, 2, 12])  # the lockstep encoder (d <= 4) and the per-point one
+@pytest.mark.parametrize("T", [2, 50])
+def test_far_atoms_codes_sum_to_one_to_rounding(d, dtype, T):
+    # The near atoms' step is large where they lie far from the whole
+    # dictionary's mean, and so are the encoder's values v; the thresholds,
+    # taken relative to a support entry, keep the sums exact to rounding
+    # (the lockstep encoder once summed v itself, and missed them by up to
+    # 1e-4 in float32).
+    rng = np.random.default_rng(0)
+    W = np.vstack([rng.normal(0.0, 0.05, size=(20, d)), np.full((1, d), 30.0 / np.sqrt(d))]).astype(dtype)
+    Y = rng.normal(0.0, 0.05, size=(500, d)).astype(dtype)
+    assert PreparedDictionary(W, 1.0, T, dtype).near is not None
+    sums = np.asarray(sparse_encode(Y, W, lam=1.0, n_iter=T).sum(axis=1), dtype=np.float64).ravel()
+    np.testing.assert_allclose(sums, 1.0, rtol=0, atol=8 * np.finfo(dtype).eps * (W.shape[0] + 1))
+
+
 def test_far_atoms_split_converges_to_the_optimal_codes():
     """Every point, the far ones too, reaches the optimum of the whole
     problem: the split changes the path, not the destination."""
