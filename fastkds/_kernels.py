@@ -444,28 +444,7 @@ def _group_v_row(j, ac, z, v, r, aW):
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _encode_group(
-    B,
-    yy,
-    G,
-    W,
-    aW,
-    ww,
-    alpha,
-    lam,
-    beta,
-    ks,
-    pts,
-    i0,
-    n_pts,
-    counts,
-    slot_idx,
-    slot_val,
-    obj,
-    rows,
-    r,
-    lanes,
-    idx,
-    relative,
+    B, yy, G, W, aW, ww, alpha, lam, beta, ks, pts, i0, n_pts, counts, slot_idx, slot_val, obj, rows, r, lanes, idx
 ):
     """Encode the points ``pts[i0:i0 + L]`` together, one per lane.
 
@@ -486,13 +465,13 @@ def _encode_group(
     ``lanes`` (6, L) holds ||y||^2, tau, three per-lane sums and ``ref``;
     ``idx`` (4, m) the row lists act, xs, cand and flag.
 
-    With ``relative``, the thresholds are taken relative to ``ref``, the
-    mean of v over the lane's old support (0 before there is one), as the
-    per-point encoder takes them relative to one entry: v is as large as
-    ``alpha max_j ||w_j||^2``, over 1 only with the near atoms' step
-    (docs/algorithm.md, "Far atoms"), and relative values keep the "- 1" of
-    every threshold, so the codes still sum to 1 to rounding. Otherwise
-    ``ref`` stays 0, and the thresholds are v's own.
+    v is as large as ``alpha max_j ||w_j||^2``, over 1 only with the near
+    atoms' step (docs/algorithm.md, "Far atoms"). Then the thresholds are
+    taken relative to ``ref``, the mean of v over the lane's old support (0
+    before there is one), as the per-point encoder takes them relative to
+    one entry: relative values keep the "- 1" of every threshold, so the
+    codes still sum to 1 to rounding. Otherwise ``ref`` stays 0, and the
+    thresholds are v's own.
     """
     ac, v, z, x, bt = rows[0], rows[1], rows[2], rows[3], rows[4]
     yl, tau, sm, cnt, mis, ref = lanes[0], lanes[1], lanes[2], lanes[3], lanes[4], lanes[5]
@@ -503,6 +482,7 @@ def _encode_group(
     zero = ks[0]
     one = ks[1]
     half = one / (one + one)
+    relative = np.float64(alpha) * np.float64(ww.max()) > 1.0
     for l in range(L):
         ref[l] = zero
     for l in range(L):  # transpose the group's b and ||y||^2 into lanes
@@ -752,8 +732,6 @@ def encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, slo
     L = LANE_BYTES // B.itemsize
     n_blocks = max((n + SORT_BLOCK - 1) // SORT_BLOCK, min(4 * n_threads, (n + 1023) // 1024))
     size = (n + n_blocks - 1) // n_blocks
-    # v can outgrow O(1) only when the step does: see _encode_group
-    relative = np.float64(alpha) * np.float64(ww.max()) > 1.0
     # the block's work is written out here, not in a function of its own:
     # Numba optimises a callee's code again inside each caller, and in the
     # parallel loop that is the slowest compile of all
@@ -791,7 +769,6 @@ def encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, slo
                 r,
                 lanes,
                 idx,
-                relative,
             )
 
 
