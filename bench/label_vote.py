@@ -53,9 +53,9 @@ def screened_neighbours(Y, W, q, r):
     cells = [np.flatnonzero(nearest[:, 0] == a) for a in range(W.shape[0])]
     keys = np.sort(nearest, axis=1)
     _, group = np.unique(keys, axis=0, return_inverse=True)
+    order = np.argsort(group.ravel(), kind="stable")
     out = np.repeat(np.arange(Y.shape[0])[:, None], q, axis=1)
-    for g in range(group.max() + 1):
-        rows = np.flatnonzero(group == g)
+    for rows in np.split(order, np.flatnonzero(np.diff(group.ravel()[order])) + 1):
         candidates = np.concatenate([cells[a] for a in keys[rows[0]]])
         D = sq[rows][:, None] - 2.0 * Y[rows] @ Y[candidates].T + sq[candidates][None, :]
         D[candidates[None, :] == rows[:, None]] = np.inf
