@@ -58,6 +58,16 @@ EMBEDDINGS = ("diffusion", "leading")
 #: sample, and memory and time stay small for 10^7 points.
 KMEANS_SAMPLE = 200_000
 
+#: The neighbours' vote of the clusterers (``vote_neighbors``;
+#: :mod:`fastkds.label_vote`): references per atom (every point up to that
+#: many, else a sample: a point's search then costs about
+#: ``VOTE_PROBE_ATOMS * VOTE_REFERENCES_PER_ATOM`` distances whatever n), the
+#: nearest atoms whose cells hold a point's candidates, and the rounds of the
+#: references' own vote.
+VOTE_REFERENCES_PER_ATOM = 100
+VOTE_PROBE_ATOMS = 4
+VOTE_MAX_ROUNDS = 20
+
 #: Rows of the embedding labelled (or codes embedded) at once by the last
 #: passes of a clustering fit.
 LABEL_CHUNK = 1 << 17

@@ -224,6 +224,11 @@ def transform_block(model, Y, threads):
     return _with_threads(model, threads).transform(Y)
 
 
+def vote_block(label_vote, Y, threads):
+    """The neighbours' vote on one block of data."""
+    return label_vote.predict(np.ascontiguousarray(Y), n_jobs=_task_threads(threads))  # checked by the fit's encoding
+
+
 def predict_block(model, Y, threads):
     """``model.predict`` of one block."""
     return _with_threads(model, threads).predict(Y)
@@ -495,6 +500,27 @@ class ClusteringResults:
     def label(self, kmeans):
         """The nearest centre of every embedded point."""
         self._labels = kmeans.predict(self._embedding)
+
+    def kmeans_labels(self, kmeans):
+        """Every point's nearest centre of ``kmeans``."""
+        return kmeans.predict(self._embedding)
+
+    def write_labels(self, chunks):
+        """The label of every point, given as arrays of consecutive rows."""
+        self._labels = np.concatenate(list(chunks))
+
+    def vote(self, label_vote):
+        """The label ``label_vote`` (a :class:`fastkds.label_vote.LabelVote`)
+        gives every point, each block voted on its worker."""
+        import dask.array as da
+        from dask import delayed
+
+        V = _as_key(label_vote, "fastkds-vote")
+        blocks = [
+            da.from_delayed(delayed(vote_block, pure=False)(V, blk, self._threads), shape=(rows,), dtype=np.int32)
+            for blk, _, rows in _blocks(self._Y)
+        ]
+        self._labels = np.ascontiguousarray(da.concatenate(blocks).compute())
 
     def commit(self):
         """``(labels, embedding)`` as Dask arrays chunked like the data."""

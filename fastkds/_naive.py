@@ -255,3 +255,43 @@ def unrolled_loss_grad(Y, W, lam, n_iter, alpha):
             Xbar[t] += (1 + beta[t - 1]) * Zb
             Xbar[t - 1] -= beta[t - 1] * Zb
     return loss, gW / n, ga / n
+
+
+def vote_neighbours(Y, W, R, q, probe_atoms, skip=None):
+    """Twin of :func:`fastkds._vote_kernels.nearest_references` (without
+    its shortcut): each row's ``q`` nearest references ``R`` among the cells
+    (nearest atom of ``W``) of its ``probe_atoms`` nearest atoms, then of
+    further ones, nearest first, until a cell holds a candidate; ordered by
+    distance, then index; -1 where there are fewer. ``skip[i]`` (optional)
+    leaves one reference out of row i's candidates.
+    """
+    cells = np.argmin(squared_distances(R.astype(np.float64), W.astype(np.float64)), axis=1)
+    out = np.full((Y.shape[0], q), -1)
+    for i, y in enumerate(Y.astype(np.float64)):
+        order = np.argsort(((y - W) ** 2).sum(axis=1), kind="stable")
+        for n_probed in range(1, W.shape[0] + 1):
+            candidates = np.flatnonzero(np.isin(cells, order[:n_probed]))
+            if skip is not None:
+                candidates = candidates[candidates != skip[i]]
+            if n_probed >= probe_atoms and candidates.size:
+                break
+        d = ((R[candidates].astype(np.float64) - y) ** 2).sum(axis=1)
+        best = candidates[np.lexsort((candidates, d))][:q]
+        out[i, : best.size] = best
+    return out
+
+
+def vote(neighbours, labels, own, n_clusters):
+    """Twin of :func:`fastkds._vote_kernels.vote`: each row's label held by
+    most of its neighbours (-1: none), ``own[i] >= 0`` half a vote; ties to
+    the nearest neighbour's label; no neighbours: ``own[i]``."""
+    out = np.empty(neighbours.shape[0], dtype=int)
+    for i, row in enumerate(neighbours):
+        counts = np.zeros(n_clusters)
+        for j in row[row >= 0]:
+            counts[labels[j]] += 1
+        if own[i] >= 0:
+            counts[own[i]] += 0.5
+        tied = [labels[j] for j in row[row >= 0] if counts[labels[j]] == counts.max()]
+        out[i] = tied[0] if tied else own[i]
+    return out

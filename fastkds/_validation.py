@@ -112,6 +112,13 @@ def check_clustering_params(est):
     return k, check_positive_int(est.n_init, "n_init"), min_component, max_clusters, embedding
 
 
+def check_vote_neighbors(est):
+    """A clusterer's ``vote_neighbors``: None (no vote) or a positive int."""
+    if est.vote_neighbors is None:
+        return None
+    return check_positive_int(est.vote_neighbors, "vote_neighbors")
+
+
 def auto_n_atoms(n_samples, n_clusters=None):
     """Atoms for ``n_atoms="auto"``: ``round(sqrt(n))``, at least 16 and
     4 per cluster asked for, at most 100 (or that per-cluster floor, when

@@ -73,7 +73,10 @@ class NpyAppender:
         self.length += values.shape[0]
 
     def close(self):
-        """Write the final shape into the header; the file stays under its temporary name."""
+        """Write the final shape into the header; the file stays under its temporary name.
+        Closing again does nothing."""
+        if self._file.closed:
+            return
         self._file.seek(0)
         self._file.write(_npy_header(self.dtype, (self.length, *self.row_shape)))
         self._file.close()

@@ -435,14 +435,15 @@ class ArrayRows:
         self.length += rows.shape[0]
 
 
-def cluster_codes(XtX, s, atoms, results, rng, params, timings=None):
+def cluster_codes(XtX, s, atoms, results, rng, params, timings=None, label=True):
     """The clustering step of every clusterer, from the code graph to the labels.
 
     The spectrum of the graph (``XtX = X^T X`` and the atom degrees ``s``
     of the codes X), the number of clusters, the embedding of the codes
     ``results`` holds (:meth:`ClusteringResults.embed`), k-means on a
-    sample of it (:func:`kmeans_sample`), and the label of every point
-    (:meth:`ClusteringResults.label`).
+    sample of it (:func:`kmeans_sample`), and, with ``label``, the label of
+    every point (:meth:`ClusteringResults.label`; the neighbours' vote
+    writes its own instead).
 
     Parameters
     ----------
@@ -459,6 +460,8 @@ def cluster_codes(XtX, s, atoms, results, rng, params, timings=None):
         embedding)`` (``n_clusters`` None: chosen by the eigengap).
     timings : dict or None
         Gets the seconds of ``embed`` and ``kmeans``.
+    label : bool
+        Whether to label every point by its nearest k-means centre.
 
     Returns
     -------
@@ -482,7 +485,8 @@ def cluster_codes(XtX, s, atoms, results, rng, params, timings=None):
 
         t0 = time.perf_counter()
         kmeans = KMeans(n_clusters, n_init=n_init, random_state=seed).fit(sample_rows)
-        results.label(kmeans)
+        if label:
+            results.label(kmeans)
         timings["kmeans"] = time.perf_counter() - t0
     return spectrum, n_clusters, kmeans
 
@@ -548,9 +552,18 @@ class ClusteringResults:
 
     def label(self, kmeans):
         """Write the label of every point: its nearest centre of ``kmeans``."""
+        self.write_labels(kmeans.predict(rows) for rows in self._embedding_chunks())
+
+    def kmeans_labels(self, kmeans):
+        """Every point's nearest centre of ``kmeans``, as one array: the
+        labels :meth:`label` would write."""
+        return np.concatenate([kmeans.predict(rows) for rows in self._embedding_chunks()])
+
+    def write_labels(self, chunks):
+        """Write the label of every point, given as arrays of consecutive rows."""
         labels = self._labels_sink()
-        for rows in self._embedding_chunks():
-            labels.append(kmeans.predict(rows))
+        for rows in chunks:
+            labels.append(rows)
 
     def _code_chunks(self):
         """CSR triples of the codes of the first pass, in order."""
@@ -591,6 +604,7 @@ class ClusteringResults:
         if self.out is None:
             return self._labels.array, self._embedding.array
         self._labels.close()
+        self._embedding.close()  # not yet closed where the labels came from the data
         for f in self._files:
             f.commit()
         return (

@@ -13,14 +13,14 @@ import numpy as np
 
 
 def warmup(dtypes=(np.float64, np.float32)):
-    """Compile or load the encoders, CSR, statistics and projection kernels.
+    """Compile or load the encoders, CSR, statistics, projection and vote kernels.
 
     Runs, for each dtype, tiny encodings (both encoders, with few and with
     many features, to CSR and to dense codes), a CSR assembly from dense
-    codes, a fit and clustering by the exact solver and one epoch of the
-    unrolled solver: every kernel a fit, ``transform`` or ``partial_fit``
-    calls. Idempotent and cheap once done (the kernels stay loaded in the
-    process).
+    codes, a fit and clustering by the exact solver (with the neighbours'
+    vote) and one epoch of the unrolled solver: every kernel a fit,
+    ``transform``, ``predict`` or ``partial_fit`` calls. Idempotent and
+    cheap once done (the kernels stay loaded in the process).
 
     Parameters
     ----------
@@ -43,7 +43,8 @@ def warmup(dtypes=(np.float64, np.float32)):
     # the encoder with far atoms (may_use_far, gather_block, scatter_slots);
     # dense codes and their CSR assembly (slots_to_dense, fill_csr); the
     # exact solver with few features (lockstep encoder, statistics, k-means++
-    # seeding); the unrolled solver (unrolled_batch, adam_update).
+    # seeding) and the clusterer's neighbours' vote; the unrolled solver
+    # (unrolled_batch, adam_update).
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)
     Y = rng.normal(size=(64, 2))

@@ -33,6 +33,7 @@ LAYERS = {
     "_unrolled_kernels": 2,
     "_cuda_kernels": 2,
     "_host_copies": 2,
+    "_vote_kernels": 2,
     # where the kernels run
     "prepared": 3,
     "gpu": 3,
@@ -44,6 +45,7 @@ LAYERS = {
     "warmstart": 4,
     "seeding": 4,
     "spectral": 4,
+    "label_vote": 4,
     "encoding": 4,
     "_dask": 4,
     "persistence": 4,

@@ -324,7 +324,7 @@ def test_clustering_fitted_attributes(clustering_moons):
     assert clustering_moons.components_ is clustering_moons.kds_.components_
     assert clustering_moons.components_.shape == (24, 2)
     assert clustering_moons.n_features_in_ == 2
-    assert set(clustering_moons.timings_) == {"dictionary", "encode", "embed", "kmeans"}
+    assert set(clustering_moons.timings_) == {"dictionary", "encode", "embed", "kmeans", "vote"}
     assert all(t >= 0 for t in clustering_moons.timings_.values())
 
 

@@ -413,6 +413,46 @@ def test_file_from_before_the_embedding_parameter_loads_with_the_leading_one(moo
     assert KDSClustering().embedding == KDSEnsembleClustering().embedding == "diffusion"
 
 
+@pytest.mark.parametrize("cls", ["KDSClustering", "KDSEnsembleClustering"])
+def test_file_from_before_the_vote_loads_without_it(moons, tmp_path, cls):
+    """A clusterer's file whose parameters have no ``vote_neighbors``
+    (written before the neighbours' vote) loads with ``vote_neighbors=None``
+    and labels new points by k-means, as the model did."""
+    import json
+
+    if cls == "KDSClustering":
+        model = KDSClustering(2, n_atoms=12, vote_neighbors=None, **FIT).fit(moons)
+    else:
+        model = KDSEnsembleClustering(2, estimator=KDS(n_atoms=12, **FIT), n_estimators=2, vote_neighbors=None)
+        model.fit(moons)
+    path = tmp_path / "model.npz"
+    model.save(path)
+    with np.load(path) as npz:
+        entries = {name: npz[name] for name in npz.files}
+    spec = json.loads(str(entries["params"]))
+    del spec["values"]["vote_neighbors"]
+    entries["params"] = np.array(json.dumps(spec))
+    np.savez(path, **entries)
+    loaded = fastkds.load(path)
+    assert loaded.vote_neighbors is None and loaded.vote_ is None
+    np.testing.assert_array_equal(loaded.predict(moons), model.predict(moons))
+
+
+def test_vote_entries_that_disagree_with_the_parameter_fail_clearly(moons, tmp_path):
+    path = tmp_path / "model.npz"
+    KDSClustering(2, n_atoms=12, **FIT).fit(moons).save(path)
+    _rewrite(path, **{"vote_.references": None, "vote_.labels": None})
+    with pytest.raises(ValueError, match="vote_neighbors=10, but the file lacks vote_"):
+        fastkds.load(path)
+    KDSClustering(2, n_atoms=12, **FIT).fit(moons).save(path)
+    with np.load(path) as npz:
+        labels = npz["vote_.labels"].copy()
+    labels[0] = 7
+    _rewrite(path, **{"vote_.labels": labels})
+    with pytest.raises(ValueError, match=r"vote_\.labels hold labels outside 0\.\.1"):
+        fastkds.load(path)
+
+
 def test_diffusion_embedding_round_trips(moons, tmp_path):
     model = KDSClustering(2, n_atoms=12, **FIT).fit(moons)
     path = tmp_path / "model.npz"

@@ -87,9 +87,13 @@ ENTRY_POINTS = {
     "_unrolled_kernels.unrolled_batch": ("float32", "float64"),
     # the Adam state is float64 whatever the data's dtype (UnrolledTrainer.W)
     "_unrolled_kernels.adam_update": ("float64",),
+    # the neighbours' vote (fastkds.label_vote); its vote takes integers only
+    "_vote_kernels.nearest_atom": ("float32", "float64"),
+    "_vote_kernels.nearest_references": ("float32", "float64"),
+    "_vote_kernels.vote": ("integers",),
 }
 
-_KERNEL_MODULES = ("_kernels", "_active_set", "_unrolled_kernels")
+_KERNEL_MODULES = ("_kernels", "_active_set", "_unrolled_kernels", "_vote_kernels")
 
 
 def _python_kernel_calls():
@@ -169,8 +173,8 @@ for key in {sorted(ENTRY_POINTS)!r}:
     kernel = getattr(importlib.import_module("fastkds." + mod), name)
     # the working dtype: that of the first float array argument (later ones,
     # such as the float64 sums of accumulate_statistics, are float64 always)
-    out[key] = sorted({{str(next(t.dtype for t in sig if isinstance(t, types.Array)
-                                 and isinstance(t.dtype, types.Float)))
+    out[key] = sorted({{str(next((t.dtype for t in sig if isinstance(t, types.Array)
+                                  and isinstance(t.dtype, types.Float)), "integers"))
                        for sig in kernel.signatures}})
 print(json.dumps(out))
 """

@@ -10,13 +10,14 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .. import _dask, persistence
+from .. import _config, _dask, persistence
 from .._validation import (
     FLOAT_DTYPES,
     check_nonneg_float,
     check_positive_int,
 )
-from ..sources import ChunkSource, as_source, is_chunked_input
+from ..label_vote import fit_label_vote, reference_rows
+from ..sources import ChunkSource, as_source, is_chunked_input, source_chunks
 
 KDS_PARAMS_DOC = """
     lam : float, default=1.0
@@ -217,6 +218,56 @@ def commit_fit(estimator, fitted):
 def take_rows(Y, indices):
     """Rows ``indices`` (sorted) of an array or a :class:`ChunkSource`, in memory."""
     return Y.take(indices) if isinstance(Y, ChunkSource) else Y[indices]
+
+
+def fit_vote(results, Y, atoms, kmeans, first_labels, n_neighbors, n_clusters, rng, n_jobs):
+    """The neighbours' vote of a clusterer's fit (:mod:`fastkds.label_vote`):
+    fit it, and write every point's label into ``results``.
+
+    Parameters
+    ----------
+    results : fastkds.spectral.ClusteringResults
+        Or the Dask backend's.
+    Y : ndarray, ChunkSource or dask.array.Array
+        The validated data of the fit.
+    atoms : ndarray of shape (n_atoms, n_features)
+        The dictionary (or dictionaries, stacked) that screens the search.
+    kmeans : sklearn.cluster.KMeans
+        The k-means of the embedding: where every point is a reference, its
+        labels of ``results``' embedding are the references' first labels.
+    first_labels : callable
+        Rows -> their labels before the vote (nearest ``kmeans`` centre of
+        their embedding), for a sample of references.
+    n_neighbors, n_clusters : int
+    rng : numpy.random.RandomState
+        Draws the references where they are a sample.
+    n_jobs : int or None
+
+    Returns
+    -------
+    fastkds.label_vote.LabelVote
+    """
+    dask = _dask.is_dask_array(Y)
+    indices = reference_rows(Y.shape[0], atoms.shape[0], rng)
+    references = _dask._gather_rows(Y, indices) if dask else take_rows(Y, indices)
+    every_point = indices.shape[0] == Y.shape[0]
+    first = results.kmeans_labels(kmeans) if every_point else first_labels(references)
+    label_vote, reference_labels = fit_label_vote(atoms, references, first, n_neighbors, n_clusters, n_jobs)
+    if every_point:  # every point is a reference: its label is known
+        step = _config.LABEL_CHUNK
+        results.write_labels(reference_labels[start : start + step] for start in range(0, Y.shape[0], step))
+    elif dask:
+        results.vote(label_vote)
+    else:
+        chunks = source_chunks(Y, _config.LABEL_CHUNK)
+        results.write_labels(label_vote.predict(chunk, n_jobs) for _, chunk in chunks)
+    return label_vote
+
+
+def predict_by_vote(label_vote, Y, n_jobs):
+    """Labels of validated ``Y`` (an array or a :class:`ChunkSource`) by ``label_vote``."""
+    parts = [label_vote.predict(chunk, n_jobs) for _, chunk in source_chunks(Y, _config.LABEL_CHUNK)]
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)
 
 
 def check_bool(est, name):

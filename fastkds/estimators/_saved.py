@@ -1,7 +1,7 @@
 """What KDSClustering and KDSEnsembleClustering store alike in a model file
 (:mod:`fastkds.persistence`): the spectral step's fitted state (``labels_``,
-``embedding_``, ``kmeans_``, ``spectrum_``), written, read back and checked
-once for both. Each writes and reads its own dictionaries."""
+``embedding_``, ``kmeans_``, ``spectrum_``, ``vote_``), written, read back
+and checked once for both. Each writes and reads its own dictionaries."""
 
 import copy
 import numbers
@@ -11,6 +11,7 @@ import numpy as np
 from sklearn.cluster import KMeans
 
 from .._validation import check_positive_int
+from ..label_vote import LabelVote
 from ..persistence import FLOAT64, FLOATS, check_array, check_count, require
 from ..spectral import BipartiteSpectrum
 
@@ -23,7 +24,7 @@ _SPECTRUM_ARRAYS = ("eigenvalues", "eigenvectors", "used", "inv_sqrt_s")
 
 
 def write_spectral_step(writer, prefix, model):
-    """Write ``kmeans_`` and ``spectrum_`` of a fitted clusterer.
+    """Write ``kmeans_``, ``spectrum_`` and ``vote_`` of a fitted clusterer.
 
     ``kmeans_.labels_`` is ``labels_``, and ``eigenvalues_`` is the
     spectrum's: they are stored once, and shared again on load.
@@ -37,19 +38,22 @@ def write_spectral_step(writer, prefix, model):
     """
     writer.params(f"{prefix}kmeans_.", model.kmeans_)
     writer.attributes(f"{prefix}kmeans_.", model.kmeans_, _KMEANS_ARRAYS, _KMEANS_SCALARS)
-    spectrum, prefix = model.spectrum_, f"{prefix}spectrum_."
+    spectrum, at = model.spectrum_, f"{prefix}spectrum_."
     for name in _SPECTRUM_ARRAYS:
-        writer.array(prefix + name, getattr(spectrum, name))
-    writer.json(f"{prefix}attributes", {"n_outlier_atoms": spectrum.n_outlier_atoms})
-    writer.array(f"{prefix}spread", spectrum.spread)
+        writer.array(at + name, getattr(spectrum, name))
+    writer.json(f"{at}attributes", {"n_outlier_atoms": spectrum.n_outlier_atoms})
+    writer.array(f"{at}spread", spectrum.spread)
     if spectrum.stand_in is not None:
         out, nearest = spectrum.stand_in
-        writer.array(f"{prefix}stand_in_out", out)
-        writer.array(f"{prefix}stand_in_nearest", nearest)
+        writer.array(f"{at}stand_in_out", out)
+        writer.array(f"{at}stand_in_nearest", nearest)
+    if model.vote_ is not None:
+        writer.array(f"{prefix}vote_.references", model.vote_.references)
+        writer.array(f"{prefix}vote_.labels", model.vote_.labels)
 
 
 def read_spectral_step(reader, prefix, model, dictionaries):
-    """Read ``kmeans_`` and ``spectrum_`` into ``model``, and check its
+    """Read ``kmeans_``, ``spectrum_`` and ``vote_`` into ``model``, and check its
     fitted state against its fitted dictionaries.
 
     ``model`` already holds its own fitted attributes and ``components_``,
@@ -91,6 +95,25 @@ def read_spectral_step(reader, prefix, model, dictionaries):
     model.spectrum_ = spectrum
     model.eigenvalues_ = spectrum.eigenvalues
     model.kmeans_ = _fitted_kmeans(kmeans, {**kmeans_state, "labels_": labels})
+    model.vote_ = _read_vote(reader, f"{prefix}vote_.", model, n_features, k)
+
+
+def _read_vote(reader, prefix, model, n_features, n_clusters):
+    """The stored neighbours' vote, checked, or None where the model has none."""
+    has_vote = reader.has(f"{prefix}references")
+    require(
+        has_vote == (model.vote_neighbors is not None),
+        f"vote_neighbors={model.vote_neighbors!r}, but the file {'holds' if has_vote else 'lacks'} {prefix[:-1]}",
+    )
+    if not has_vote:
+        return None
+    references = reader.array(f"{prefix}references")
+    check_array(references, f"{prefix}references", FLOATS, (None, n_features), finite=True)
+    labels = reader.array(f"{prefix}labels")
+    check_array(labels, f"{prefix}labels", "iu", (references.shape[0],))
+    require(references.shape[0] > 0, f"{prefix}references is empty")
+    require(labels.min() >= 0 and labels.max() < n_clusters, f"{prefix}labels hold labels outside 0..{n_clusters - 1}")
+    return LabelVote(model.components_, references, labels, model.vote_neighbors, n_clusters)
 
 
 def _read_spectrum(reader, prefix, embedding):

@@ -13,6 +13,7 @@ from .._validation import (
     auto_n_atoms,
     check_clustering_params,
     check_n_jobs,
+    check_vote_neighbors,
 )
 from ..diskcodes import check_out_folder
 from ..solvers import SufficientStatistics
@@ -25,7 +26,9 @@ from ._base import (
     check_fit_input,
     check_input,
     commit_fit,
+    fit_vote,
     is_fitted,
+    predict_by_vote,
 )
 from .kds import KDS, check_fit_params, fit_attributes, fitted_encoder, read_fit_params
 
@@ -90,6 +93,18 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         Where clusters touch (the digits of MNIST, two moons joined at a
         tip) the k leading modes mix them and the next ones still tell them
         apart (details: ``fastkds.spectral.BipartiteSpectrum``).
+    vote_neighbors : int or None, default=10
+        The neighbours' vote (``fastkds.label_vote``): after the k-means on
+        the embedding, each point takes the label most of its
+        ``vote_neighbors`` nearest points hold. The code graph places a
+        boundary between clusters no more finely than its atoms, each
+        standing for tens of points; the vote moves it at the points' own
+        resolution. The neighbours are searched among at most 100 reference
+        points per atom, screened by the atoms, so the cost per point does
+        not grow with n. ``predict`` labels new points by the same vote
+        (``vote_`` keeps the references). None: the labels of the k-means
+        (the paper's, which ``fastkds paper`` uses). 10 is the neighbourhood
+        of scikit-learn's ``SpectralClustering``.
 
     Attributes
     ----------
@@ -117,10 +132,13 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
     kmeans_ : sklearn.cluster.KMeans
         Fitted on the embedding, or on a random sample of 200,000 of its rows
         when there are more (``fastkds._config.KMEANS_SAMPLE``); every
-        point is then labelled by its nearest centre.
+        point is then labelled by its nearest centre (before the vote).
+    vote_ : fastkds.label_vote.LabelVote or None
+        The neighbours' vote: its reference points and their labels (None
+        with ``vote_neighbors=None``).
     timings_ : dict
         Seconds spent in each stage of the last fit: ``dictionary``,
-        ``encode``, ``embed`` and ``kmeans``.
+        ``encode``, ``embed``, ``kmeans`` and ``vote``.
     n_features_in_ : int
         Number of features seen during the fit.
     feature_names_in_ : ndarray of str objects, one per feature
@@ -167,6 +185,7 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         n_init=10,
         max_clusters=20,
         embedding="diffusion",
+        vote_neighbors=10,
         chunk_size=None,
         random_state=None,
         n_jobs=None,
@@ -194,6 +213,7 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         self.n_init = n_init
         self.max_clusters = max_clusters
         self.embedding = embedding
+        self.vote_neighbors = vote_neighbors
         self.chunk_size = chunk_size
         self.random_state = random_state
         self.n_jobs = n_jobs
@@ -241,6 +261,8 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         self : KDSClustering
         """
         params = check_clustering_params(self)
+        vote_neighbors = check_vote_neighbors(self)
+        n_jobs = check_n_jobs(self.n_jobs)
         dask = _dask.is_dask_array(X)
         if out is not None:
             if dask:
@@ -257,7 +279,7 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         commit_fit(kds, {**fit_attributes(kds, Y), "n_features_in_": Y.shape[1]})
         timings["dictionary"] = time.perf_counter() - t0
         if dask:
-            results = _dask.ClusteringResults(Y, fitted_encoder(kds), check_n_jobs(self.n_jobs))
+            results = _dask.ClusteringResults(Y, fitted_encoder(kds), n_jobs)
         else:
             results = ClusteringResults(out, Y.shape[0], kds.components_.shape[0], Y.dtype)
         try:
@@ -269,8 +291,20 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
                 fitted_encoder(kds).run(Y, stats, codes_out=results.codes)
             timings["encode"] = time.perf_counter() - t0
             spectrum, n_clusters, kmeans = cluster_codes(
-                stats.XtX, stats.s, kds.components_, results, rng, params, timings
+                stats.XtX, stats.s, kds.components_, results, rng, params, timings, label=vote_neighbors is None
             )
+            label_vote = None
+            if vote_neighbors is not None:
+                t0 = time.perf_counter()
+                encoder = fitted_encoder(kds)
+
+                def first_labels(rows):
+                    return kmeans.predict(normalize_rows(spectrum.embed(encoder.encode(rows), n_clusters), copy=False))
+
+                label_vote = fit_vote(
+                    results, Y, kds.components_, kmeans, first_labels, vote_neighbors, n_clusters, rng, n_jobs
+                )
+                timings["vote"] = time.perf_counter() - t0
             labels, embedding = results.commit()
         except BaseException:
             results.abort()
@@ -281,6 +315,7 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
             labels_=labels,
             kds_=kds,
             kmeans_=kmeans,
+            vote_=label_vote,
             spectrum_=spectrum,
             components_=kds.components_,
             embedding_=embedding,
@@ -300,7 +335,9 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         return normalize_rows(self.spectrum_.embed(fitted_encoder(self.kds_).encode(Y), self.n_clusters_), copy=False)
 
     def predict(self, X):
-        """Cluster labels of new points: encode, embed, nearest k-means centre.
+        """Cluster labels of new points: the neighbours' vote among ``vote_``'s
+        references, or (``vote_neighbors=None``) encode, embed, nearest
+        k-means centre. On the training points it gives ``labels_``.
 
         Parameters
         ----------
@@ -313,6 +350,8 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         check_is_fitted(self)
         if _dask.is_dask_array(X):
             return _dask.predict_clustering(self, X)
+        if self.vote_ is not None:
+            return predict_by_vote(self.vote_, check_input(self, X, reset=False), check_n_jobs(self.n_jobs))
         return self.kmeans_.predict(self.transform(X))
 
     # -- model files (fastkds.persistence) --------------------------------------
@@ -331,12 +370,14 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
 
     @classmethod
     def _from_entries(cls, reader, prefix):
-        # files written before the embedding was a parameter clustered the leading one
-        model = cls(**{"embedding": "leading", **read_fit_params(reader, prefix, cls)})
+        # files written before the embedding was a parameter clustered the
+        # leading one, and those before the vote had none
+        model = cls(**{"embedding": "leading", "vote_neighbors": None, **read_fit_params(reader, prefix, cls)})
         fitted = reader.has(f"{prefix}attributes")
         if fitted:
             vars(model).update(reader.attributes(prefix, _saved.ARRAYS, cls._SAVED_SCALARS))
         check_clustering_params(model)
+        check_vote_neighbors(model)
         n_atoms = None if isinstance(model.n_atoms, str) else model.n_atoms  # "auto", resolved by a fit
         check_fit_params(model, n_atoms, model.n_features_in_ if fitted else None)
         if not fitted:

@@ -26,12 +26,27 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import _config, _dask, persistence
 from .._config import effective_n_jobs
-from .._validation import auto_n_atoms, check_clustering_params, check_n_jobs, check_positive_int
+from .._validation import (
+    auto_n_atoms,
+    check_clustering_params,
+    check_n_jobs,
+    check_positive_int,
+    check_vote_neighbors,
+)
 from ..exceptions import warn
 from ..sources import ChunkSource
 from ..spectral import ClusteringResults, cluster_codes, normalize_rows
 from . import _saved
-from ._base import EmbeddingFeaturesMixin, SaveMixin, check_fit_input, check_input, commit_fit, is_fitted
+from ._base import (
+    EmbeddingFeaturesMixin,
+    SaveMixin,
+    check_fit_input,
+    check_input,
+    commit_fit,
+    fit_vote,
+    is_fitted,
+    predict_by_vote,
+)
 from .clustering import KDSClustering
 from .kds import KDS, fit_attributes, fitted_encoder
 
@@ -106,6 +121,11 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
     embedding : {"diffusion", "leading"}, default="diffusion"
         As in :class:`~fastkds.KDSClustering`: the joint code graph's k
         leading modes, or those and the next k, weighted.
+    vote_neighbors : int or None, default=10
+        As in :class:`~fastkds.KDSClustering`: each point then takes the
+        label most of its ``vote_neighbors`` nearest points hold, searched
+        among reference points screened by all the dictionaries' atoms
+        (on all of Numba's threads). None: the k-means labels.
     random_state : int, RandomState instance or None, default=None
         Seeds the dictionaries' initial atoms and k-means.
     n_jobs : int or None, default=None
@@ -139,6 +159,8 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         The joint atom-side eigenproblem.
     kmeans_ : sklearn.cluster.KMeans
         Fitted on the embedding.
+    vote_ : fastkds.label_vote.LabelVote or None
+        The neighbours' vote: its reference points and their labels.
     n_features_in_ : int
         Number of features seen during the fit.
     feature_names_in_ : ndarray of str objects, one per feature
@@ -169,6 +191,7 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         n_init=10,
         max_clusters=20,
         embedding="diffusion",
+        vote_neighbors=10,
         random_state=None,
         n_jobs=None,
     ):
@@ -179,6 +202,7 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         self.n_init = n_init
         self.max_clusters = max_clusters
         self.embedding = embedding
+        self.vote_neighbors = vote_neighbors
         self.random_state = random_state
         self.n_jobs = n_jobs
 
@@ -189,6 +213,7 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         ``n_estimators`` and ``n_jobs``. The template ``estimator`` is
         checked to be a KDS or None; its own parameters, by its fit."""
         spectral_params = check_clustering_params(self)
+        check_vote_neighbors(self)
         if self.estimator is not None and not isinstance(self.estimator, KDS):
             raise TypeError(f"estimator must be a fastkds.KDS or None, got {type(self.estimator).__name__}")
         return spectral_params, check_positive_int(self.n_estimators, "n_estimators"), check_n_jobs(self.n_jobs)
@@ -255,13 +280,24 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
             rows = codes[start : start + _config.LABEL_CHUNK]
             results.codes.append((rows.indptr, rows.indices, rows.data))
         del codes, rows
-        spectrum, n_clusters, kmeans = cluster_codes(XtX, s, components, results, rng, spectral_params)
+        vote_neighbors = self.vote_neighbors
+        spectrum, n_clusters, kmeans = cluster_codes(
+            XtX, s, components, results, rng, spectral_params, label=vote_neighbors is None
+        )
+        label_vote = None
+        if vote_neighbors is not None:
+
+            def first_labels(rows):
+                return kmeans.predict(normalize_rows(spectrum.embed(self._joint_codes(rows, estimators), n_clusters)))
+
+            label_vote = fit_vote(results, Y, components, kmeans, first_labels, vote_neighbors, n_clusters, rng, None)
         labels, embedding = results.commit()
         kmeans.labels_ = labels  # all points', as after KDSClustering.fit
         fitted.update(
             estimators_=estimators,
             components_=components,
             kmeans_=kmeans,
+            vote_=label_vote,
             labels_=labels,
             spectrum_=spectrum,
             embedding_=embedding,
@@ -295,7 +331,9 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         return normalize_rows(self.spectrum_.embed(self._joint_codes(Y), self.n_clusters_), copy=False)
 
     def predict(self, X):
-        """Cluster labels of new points: encode in every dictionary, embed, nearest k-means centre.
+        """Cluster labels of new points: the neighbours' vote among ``vote_``'s
+        references, or (``vote_neighbors=None``) encode in every dictionary,
+        embed, nearest k-means centre. On the training points it gives ``labels_``.
 
         Parameters
         ----------
@@ -306,6 +344,10 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         labels : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
+        if self.vote_ is not None:
+            if _dask.is_dask_array(X):
+                raise TypeError("KDSEnsembleClustering does not take Dask arrays; compute the array first")
+            return predict_by_vote(self.vote_, check_input(self, X, reset=False), None)
         return self.kmeans_.predict(self.transform(X))
 
     # -- model files (fastkds.persistence) --------------------------------------
@@ -330,8 +372,15 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
 
     @classmethod
     def _from_entries(cls, reader, prefix):
-        # files written before the embedding was a parameter clustered the leading one
-        model = cls(**{"embedding": "leading", **reader.params(prefix, cls, templates={"estimator": KDS})})
+        # files written before the embedding was a parameter clustered the
+        # leading one, and those before the vote had none
+        model = cls(
+            **{
+                "embedding": "leading",
+                "vote_neighbors": None,
+                **reader.params(prefix, cls, templates={"estimator": KDS}),
+            }
+        )
         fitted = reader.has(f"{prefix}attributes")
         if fitted:
             vars(model).update(reader.attributes(prefix, _saved.ARRAYS, cls._SAVED_SCALARS))

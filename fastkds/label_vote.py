@@ -1,0 +1,203 @@
+"""The neighbours' vote: cluster labels at the data's own resolution.
+
+The code graph's nodes are the atoms, each standing for about n / m points
+(70-100 with the default atoms), so the spectral embedding places the
+boundary between two clusters no more finely than the atoms do. The vote
+moves the labels along the boundaries at the points' own resolution: each
+point takes the label most of its ``q`` nearest neighbours hold. The
+neighbours are searched among a reference sample of the points (all of
+them up to :data:`fastkds._config.VOTE_REFERENCES_PER_ATOM` per atom) and
+screened by the dictionary: a point's candidates are the references whose
+nearest atom is one of its :data:`fastkds._config.VOTE_PROBE_ATOMS` nearest
+atoms (:mod:`fastkds._vote_kernels`). So a point costs a few hundred
+distances, whatever n, and the fit stays linear in n.
+
+Two steps (docs/algorithm.md, "The neighbours' vote"):
+
+1. :func:`fit_label_vote`: the references start from the labels of the
+   code graph's k-means and vote among themselves, each counting the
+   labels of its q nearest other references and half a vote for its own,
+   until no label changes (at most :data:`fastkds._config.VOTE_MAX_ROUNDS`
+   rounds).
+2. :meth:`LabelVote.predict`: every point, a training point or a new one,
+   takes the label most of its q nearest references hold (a reference is
+   its own nearest). One rule for both, so ``predict`` on the training
+   points gives ``labels_``.
+"""
+
+import numpy as np
+
+from . import _config
+from ._vote_kernels import nearest_atom, nearest_references, vote
+from .sources import random_rows
+
+
+def reference_rows(n_samples, n_atoms, rng):
+    """Sorted indices of the references: every point up to
+    ``VOTE_REFERENCES_PER_ATOM * n_atoms`` points, else a random sample of
+    that many.
+
+    Parameters
+    ----------
+    n_samples, n_atoms : int
+    rng : numpy.random.RandomState
+        Draws the sample (only when one is needed).
+
+    Returns
+    -------
+    ndarray of int64
+    """
+    size = _config.VOTE_REFERENCES_PER_ATOM * n_atoms
+    if n_samples <= size:
+        return np.arange(n_samples, dtype=np.int64)
+    return np.sort(random_rows(rng, n_samples, size)).astype(np.int64)
+
+
+class LabelVote:
+    """Cluster labels by a vote of each point's nearest references.
+
+    Parameters
+    ----------
+    atoms : ndarray of shape (n_atoms, n_features)
+        The dictionary that screens the search: a reference belongs to the
+        cell of its nearest atom.
+    references : ndarray of shape (n_references, n_features)
+    labels : array-like of int, shape (n_references,)
+        The references' labels, in ``0 .. n_clusters - 1``.
+    n_neighbors : int
+        q, the voting neighbours.
+    n_clusters : int
+
+    Attributes
+    ----------
+    atoms, references, labels, n_neighbors, n_clusters
+        As given.
+    cell_start, cell_refs : ndarray of int64
+        ``cell_refs[cell_start[a]:cell_start[a + 1]]``: the references of
+        atom ``a``'s cell.
+    """
+
+    def __init__(self, atoms, references, labels, n_neighbors, n_clusters):
+        self.atoms = np.ascontiguousarray(atoms)
+        self.references = np.ascontiguousarray(references)
+        self.labels = np.array(labels, dtype=np.int32)  # a copy: the vote rewrites it
+        self.n_neighbors = int(n_neighbors)
+        self.n_clusters = int(n_clusters)
+        cells = np.empty(self.references.shape[0], dtype=np.int64)
+        nearest_atom(self.references, self.atoms, cells)
+        self.cell_refs = np.argsort(cells, kind="stable").astype(np.int64)
+        self.cell_start = np.searchsorted(cells[self.cell_refs], np.arange(self.atoms.shape[0] + 1)).astype(np.int64)
+
+    def cell_labels(self):
+        """Per atom, the label all references of its cell hold, or -1 (none
+        or several)."""
+        out = np.full(self.atoms.shape[0], -1, dtype=np.int64)
+        sizes = np.diff(self.cell_start)
+        full = np.flatnonzero(sizes > 0)
+        held = self.labels[self.cell_refs]
+        low = np.minimum.reduceat(held, self.cell_start[full]) if full.size else held[:0]
+        high = np.maximum.reduceat(held, self.cell_start[full]) if full.size else held[:0]
+        out[full] = np.where(low == high, low, -1)
+        return out
+
+    def neighbours(self, Y, n_neighbors=None, n_jobs=None, settle=False):
+        """The references nearest each row of ``Y``.
+
+        Parameters
+        ----------
+        Y : ndarray of shape (n_samples, n_features)
+        n_neighbors : int or None
+            How many (default ``self.n_neighbors``).
+        n_jobs : int or None
+        settle : bool
+            Whether rows whose candidates all hold one label may skip the search.
+
+        Returns
+        -------
+        neighbours : ndarray of int64, shape (n_samples, n_neighbors)
+            Indices into ``references``, nearest first; -1 where there are
+            fewer (and in the rows of settled points).
+        settled : ndarray of int64, shape (n_samples,)
+            The label of a settled row, else -1.
+        """
+        Y = np.ascontiguousarray(Y)
+        out = np.empty((Y.shape[0], n_neighbors or self.n_neighbors), dtype=np.int64)
+        settled = np.empty(Y.shape[0], dtype=np.int64)
+        cell_label = self.cell_labels() if settle else np.full(self.atoms.shape[0], -1, dtype=np.int64)
+        with _config.numba_threads(n_jobs):
+            nearest_references(
+                Y,
+                self.atoms,
+                self.references,
+                self.cell_start,
+                self.cell_refs,
+                cell_label,
+                _config.VOTE_PROBE_ATOMS,
+                out,
+                settled,
+            )
+        return out, settled
+
+    def predict(self, Y, n_jobs=None):
+        """The label most of each row's ``n_neighbors`` nearest references hold.
+
+        Parameters
+        ----------
+        Y : ndarray of shape (n_samples, n_features)
+            Validated data (the features of ``atoms``).
+        n_jobs : int or None
+
+        Returns
+        -------
+        labels : ndarray of int32, shape (n_samples,)
+        """
+        neighbours, settled = self.neighbours(Y, n_jobs=n_jobs, settle=True)
+        return _vote(neighbours, self.labels, None, self.n_clusters, n_jobs, settled)
+
+
+def _vote(neighbours, labels, own, n_clusters, n_jobs, settled=None):
+    """:func:`fastkds._vote_kernels.vote` into a new array (``own`` None:
+    no own votes); rows with ``settled >= 0`` take that label."""
+    out = np.empty(neighbours.shape[0], dtype=np.int32)
+    own = np.full(out.shape[0], -1, dtype=np.int32) if own is None else own
+    with _config.numba_threads(n_jobs):
+        vote(neighbours, labels, own, n_clusters, out)
+    if settled is not None:
+        out = np.where(settled >= 0, settled, out).astype(np.int32)
+    return out
+
+
+def fit_label_vote(atoms, references, labels, n_neighbors, n_clusters, n_jobs=None):
+    """The references' labels after their own vote (step 1 of the module's
+    description), as a :class:`LabelVote` that labels any point.
+
+    Parameters
+    ----------
+    atoms, references, n_neighbors, n_clusters
+        As for :class:`LabelVote`.
+    labels : array-like of int
+        The references' first labels (the k-means labels of their embedding).
+    n_jobs : int or None
+
+    Returns
+    -------
+    model : LabelVote
+    reference_labels : ndarray of int32
+        What ``model.predict(references)`` gives, found from the same search.
+    """
+    model = LabelVote(atoms, references, labels, n_neighbors, n_clusters)
+    q = model.n_neighbors
+    # one search of q + 1: the first q are predict's neighbours (a reference
+    # is its own nearest), and the q others than itself vote in the rounds
+    nearest, _ = model.neighbours(model.references, n_neighbors=q + 1, n_jobs=n_jobs)
+    own_rows = np.arange(nearest.shape[0])
+    others = nearest != own_rows[:, None]
+    others = np.take_along_axis(nearest, np.argsort(~others, axis=1, kind="stable"), axis=1)[:, :q]
+    current = model.labels
+    for _ in range(_config.VOTE_MAX_ROUNDS):
+        new = _vote(others, current, current, model.n_clusters, n_jobs)
+        if np.array_equal(new, current):
+            break
+        current = new
+    model.labels = current
+    return model, _vote(np.ascontiguousarray(nearest[:, :q]), current, None, model.n_clusters, n_jobs)

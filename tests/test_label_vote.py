@@ -1,0 +1,197 @@
+"""The neighbours' vote (fastkds.label_vote): its kernels against a NumPy
+oracle, its rule, and the clusterers that use it."""
+
+import numpy as np
+import pytest
+
+from fastkds import KDSClustering, KDSEnsembleClustering, clustering_accuracy, load, make_moons
+from fastkds import _config, _naive
+from fastkds.label_vote import LabelVote, fit_label_vote, reference_rows
+
+PARAMS = dict(n_atoms=24, lam=5.0, n_iter=15, max_epochs=10, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def moons():
+    return make_moons(3000, random_state=0)
+
+
+def oracle_neighbours(Y, W, R, q, skip=None):
+    return _naive.vote_neighbours(Y, W, R, q, _config.VOTE_PROBE_ATOMS, skip)
+
+
+def oracle_vote(neighbours, labels, own, k):
+    return _naive.vote(neighbours, labels, own, k)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_neighbours_match_the_oracle(dtype):
+    rng = np.random.default_rng(0)
+    Y = rng.normal(size=(400, 6)).astype(dtype)
+    W = Y[rng.choice(400, 12, replace=False)]
+    R = Y[::3]
+    vote = LabelVote(W, R, np.zeros(R.shape[0], dtype=int), 7, 2)
+    neighbours, settled = vote.neighbours(Y)
+    np.testing.assert_array_equal(neighbours, oracle_neighbours(Y, W, R, 7))
+    assert np.all(settled == -1)  # no shortcut unless asked for
+
+
+def test_points_whose_cells_agree_are_labelled_as_by_the_search():
+    rng = np.random.default_rng(4)
+    Y = np.vstack([rng.normal(size=(300, 3)), rng.normal(size=(300, 3)) + [4.0, 0, 0]])
+    W = Y[rng.choice(600, 30, replace=False)]
+    R = Y[::2]
+    labels = (R[:, 0] > 2.0).astype(np.int32)
+    labels[:5] = 1  # a few dissenters, so that some cells hold two labels
+    vote = LabelVote(W, R, labels, 5, 2)
+    neighbours, settled = vote.neighbours(Y, settle=True)
+    assert 0 < np.sum(settled >= 0) < Y.shape[0]
+    expected = oracle_vote(oracle_neighbours(Y, W, R, 5), labels, np.full(600, -1), 2)
+    np.testing.assert_array_equal(settled[settled >= 0], expected[settled >= 0])
+    np.testing.assert_array_equal(vote.predict(Y), expected)
+
+
+def test_equal_distances_go_to_the_smaller_index_whatever_the_chunk():
+    # duplicated references: every tie is broken by index, so a point's
+    # neighbours do not depend on the rows beside it
+    rng = np.random.default_rng(1)
+    base = rng.normal(size=(50, 3))
+    R = np.repeat(base, 3, axis=0)
+    W = base[:5]
+    vote = LabelVote(W, R, np.arange(R.shape[0]) % 2, 4, 2)
+    whole = vote.neighbours(R)[0]
+    parts = np.vstack([vote.neighbours(R[i : i + 7])[0] for i in range(0, R.shape[0], 7)])
+    np.testing.assert_array_equal(whole, parts)
+    for row in whole:
+        assert np.all(np.diff(row[:3]) > 0) or row[0] != row[1]
+
+
+def test_a_point_whose_cells_are_empty_probes_further():
+    # all references sit by atom 0; a point by atom 4 must still get neighbours
+    W = np.arange(6, dtype=np.float64)[:, None] * 10.0
+    R = np.array([[0.0], [0.5], [1.0]])
+    vote = LabelVote(W, R, [0, 1, 1], 2, 2)
+    np.testing.assert_array_equal(vote.neighbours(np.array([[40.0]]))[0], [[2, 1]])
+    assert vote.predict(np.array([[40.0]]))[0] == 1
+
+
+def test_vote_rule_matches_the_oracle():
+    rng = np.random.default_rng(2)
+    from fastkds._vote_kernels import vote as vote_kernel
+
+    labels = rng.integers(0, 3, size=60).astype(np.int32)
+    neighbours = rng.integers(-1, 60, size=(200, 5))
+    for own in (np.full(200, -1, dtype=np.int32), rng.integers(0, 3, size=200).astype(np.int32)):
+        out = np.empty(200, dtype=np.int32)
+        vote_kernel(neighbours, labels, own, 3, out)
+        np.testing.assert_array_equal(out, oracle_vote(neighbours, labels, own, 3))
+
+
+def test_references_end_at_a_fixed_point_of_their_vote():
+    rng = np.random.default_rng(3)
+    R = np.vstack([rng.normal(size=(150, 2)), rng.normal(size=(150, 2)) + [2.5, 0]])
+    first = (rng.random(300) < 0.5).astype(np.int32)  # labels at random: the vote must move many
+    before = first.copy()
+    W = R[::15]
+    model, reference_labels = fit_label_vote(W, R, first, 10, 2)
+    np.testing.assert_array_equal(first, before)  # the caller's labels are not rewritten
+    others = oracle_neighbours(R, W, R, 10, skip=np.arange(300))
+    again = oracle_vote(others, model.labels, model.labels, 2)
+    np.testing.assert_array_equal(again, model.labels)
+    assert (model.labels != first).sum() > 50
+    np.testing.assert_array_equal(reference_labels, model.predict(R))
+
+
+def test_reference_rows_are_all_points_or_a_sample():
+    rng = np.random.RandomState(0)
+    np.testing.assert_array_equal(reference_rows(500, 5, rng), np.arange(500))
+    rows = reference_rows(10_000, 5, rng)
+    assert rows.size == _config.VOTE_REFERENCES_PER_ATOM * 5
+    assert np.all(np.diff(rows) > 0) and rows[-1] < 10_000
+
+
+# -- the clusterers ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make", [lambda: KDSClustering(2, **PARAMS), lambda: KDSEnsembleClustering(2, n_estimators=2)])
+def test_predict_on_the_training_points_gives_labels(moons, make):
+    Y, _ = moons
+    model = make().set_params(random_state=0).fit(Y)
+    assert model.vote_ is not None
+    np.testing.assert_array_equal(model.predict(Y), model.labels_)
+    np.testing.assert_array_equal(model.fit_predict(Y), model.labels_)
+
+
+def test_without_the_vote_the_labels_are_the_kmeans_labels(moons):
+    Y, _ = moons
+    model = KDSClustering(2, vote_neighbors=None, **PARAMS).fit(Y)
+    assert model.vote_ is None and "vote" not in model.timings_
+    np.testing.assert_array_equal(model.labels_, model.kmeans_.predict(model.embedding_))
+    np.testing.assert_array_equal(model.predict(Y), model.labels_)
+
+
+def test_the_vote_starts_from_the_kmeans_labels(moons):
+    # the same fit with and without the vote: the same dictionary and
+    # embedding, and the voted labels differ from k-means only by a vote
+    Y, y = moons
+    plain = KDSClustering(2, vote_neighbors=None, **PARAMS).fit(Y)
+    voted = KDSClustering(2, **PARAMS).fit(Y)
+    np.testing.assert_array_equal(plain.components_, voted.components_)
+    np.testing.assert_array_equal(plain.embedding_, voted.embedding_)
+    changed = np.mean(plain.labels_ != voted.labels_)
+    assert changed < 0.05
+    assert clustering_accuracy(y, voted.labels_) >= clustering_accuracy(y, plain.labels_) - 0.002
+
+
+def test_a_sample_of_references_when_points_outnumber_them(moons, monkeypatch):
+    Y, _ = moons
+    monkeypatch.setattr(_config, "VOTE_REFERENCES_PER_ATOM", 10)
+    model = KDSClustering(2, **PARAMS).fit(Y)
+    assert model.vote_.references.shape == (10 * 24, 2)
+    rows = [np.flatnonzero((Y == r).all(axis=1))[0] for r in model.vote_.references]
+    np.testing.assert_array_equal(np.sort(rows), rows)  # distinct training rows, in order
+    np.testing.assert_array_equal(model.predict(Y), model.labels_)
+
+
+def test_chunked_input_gives_the_same_labels_with_a_sample(moons, monkeypatch, tmp_path):
+    Y, _ = moons
+    monkeypatch.setattr(_config, "VOTE_REFERENCES_PER_ATOM", 10)
+    monkeypatch.setattr(_config, "LABEL_CHUNK", 700)
+    ref = KDSClustering(2, **PARAMS).fit(Y)
+    path = tmp_path / "Y.npy"
+    np.save(path, Y)
+    for X in (str(path), [Y[:1000], Y[1000:1700], Y[1700:]]):
+        model = KDSClustering(2, **PARAMS).fit(X)
+        np.testing.assert_array_equal(model.labels_, ref.labels_)
+        np.testing.assert_array_equal(model.vote_.references, ref.vote_.references)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_model_file_round_trip_keeps_the_vote(moons, tmp_path, dtype):
+    Y = moons[0].astype(dtype)
+    model = KDSClustering(2, **PARAMS).fit(Y)
+    model.save(tmp_path / "m.kds")
+    back = load(tmp_path / "m.kds")
+    np.testing.assert_array_equal(back.vote_.references, model.vote_.references)
+    assert back.vote_.references.dtype == dtype
+    np.testing.assert_array_equal(back.vote_.labels, model.vote_.labels)
+    np.testing.assert_array_equal(back.predict(Y), model.labels_)
+
+
+@pytest.mark.parametrize("value, error", [(0, ValueError), (-3, ValueError), (2.5, TypeError), ("10", TypeError)])
+def test_bad_vote_neighbors_fail_clearly_and_leave_the_model(moons, value, error):
+    Y, _ = moons
+    model = KDSClustering(2, **PARAMS).fit(Y)
+    labels = model.labels_.copy()
+    with pytest.raises(error, match="vote_neighbors"):
+        model.set_params(vote_neighbors=value).fit(Y)
+    np.testing.assert_array_equal(model.labels_, labels)
+    with pytest.raises(error, match="vote_neighbors"):
+        KDSEnsembleClustering(2, vote_neighbors=value).fit(Y)
+
+
+def test_more_neighbours_than_references_still_label_every_point():
+    Y, _ = make_moons(60, random_state=1)
+    model = KDSClustering(2, n_atoms=8, vote_neighbors=100, random_state=0).fit(Y)
+    assert set(np.unique(model.labels_)) <= {0, 1}
+    np.testing.assert_array_equal(model.predict(Y), model.labels_)
