@@ -105,14 +105,29 @@ def _search_one(Y, i, W, R, cell_start, cell_refs, n_probe, best_dist, best_idx)
 
 
 @njit(parallel=True, cache=True)
-def nearest_references(Y, W, R, cell_start, cell_refs, cell_label, n_probe, neighbours, settled):
+def probe_atoms(Y, W, probes):
+    """``probes[i]``: the ``probes.shape[1]`` atoms nearest ``Y[i]``,
+    nearest first (ties: smaller index), whose cells
+    :func:`nearest_references` searches."""
+    n = Y.shape[0]
+    m = W.shape[0]
+    for blk in prange((n + BLOCK - 1) // BLOCK):
+        atom_dist = np.empty(m)
+        for i in range(blk * BLOCK, min(blk * BLOCK + BLOCK, n)):
+            for a in range(m):
+                atom_dist[a] = _sq_distance(Y, i, W, a)
+            _probe_atoms(atom_dist, probes[i])
+
+
+@njit(parallel=True, cache=True)
+def nearest_references(Y, W, R, cell_start, cell_refs, cell_label, probes, neighbours, settled):
     """Each point's nearest references, screened by the atoms.
 
     ``neighbours[i]``: indices into ``R`` of the ``q = neighbours.shape[1]``
-    references nearest ``Y[i]`` among the cells of its ``n_probe`` nearest
-    atoms, nearest first (ties: smaller index), -1 where there are fewer.
-    A point whose first ``n_probe`` cells hold no reference probes further
-    atoms, nearest first, until one does.
+    references nearest ``Y[i]`` among the cells of its probed atoms
+    ``probes[i]`` (:func:`probe_atoms`), nearest first (ties: smaller
+    index), -1 where there are fewer. A point whose probed cells hold no
+    reference probes further atoms, nearest first, until one does.
 
     ``cell_refs[cell_start[a]:cell_start[a + 1]]`` are the references of
     atom ``a``'s cell. ``cell_label[a] >= 0`` says that all of them hold
@@ -129,24 +144,18 @@ def nearest_references(Y, W, R, cell_start, cell_refs, cell_label, n_probe, neig
     n = Y.shape[0]
     m = W.shape[0]
     q = neighbours.shape[1]
-    n_probe = min(n_probe, m)
-    probes = np.empty((n, n_probe), dtype=np.int64)
-    alone = np.zeros(n, dtype=np.bool_)  # points whose first cells hold no reference
-    for blk in prange((n + BLOCK - 1) // BLOCK):
-        atom_dist = np.empty(m)
-        for i in range(blk * BLOCK, min(blk * BLOCK + BLOCK, n)):
-            for a in range(m):
-                atom_dist[a] = _sq_distance(Y, i, W, a)
-            _probe_atoms(atom_dist, probes[i])
-            count = 0
-            label = -2  # no non-empty cell yet
-            for p in range(n_probe):
-                a = probes[i, p]
-                if cell_start[a + 1] > cell_start[a]:
-                    count += cell_start[a + 1] - cell_start[a]
-                    label = cell_label[a] if label == -2 or label == cell_label[a] else -1
-            alone[i] = count == 0
-            settled[i] = label if label >= 0 else -1
+    n_probe = probes.shape[1]
+    alone = np.zeros(n, dtype=np.bool_)  # points whose probed cells hold no reference
+    for i in prange(n):
+        count = 0
+        label = -2  # no non-empty cell yet
+        for p in range(n_probe):
+            a = probes[i, p]
+            if cell_start[a + 1] > cell_start[a]:
+                count += cell_start[a + 1] - cell_start[a]
+                label = cell_label[a] if label == -2 or label == cell_label[a] else -1
+        alone[i] = count == 0
+        settled[i] = label if label >= 0 else -1
     best_dist = np.full((n, q), np.inf)
     best_idx = np.full((n, q), -1, dtype=np.int64)
     if Y.shape[1] <= FEW_FEATURES:

@@ -28,7 +28,7 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
 import numpy as np
 
 from . import _config
-from ._vote_kernels import nearest_atom, nearest_references, vote
+from ._vote_kernels import nearest_atom, nearest_references, probe_atoms, vote
 from .sources import random_rows
 
 
@@ -100,7 +100,16 @@ class LabelVote:
         out[full] = np.where(low == high, low, -1)
         return out
 
-    def neighbours(self, Y, n_neighbors=None, n_jobs=None, settle=False):
+    def probes(self, Y, n_jobs=None):
+        """The :data:`fastkds._config.VOTE_PROBE_ATOMS` atoms nearest each
+        row of ``Y``, whose cells hold its candidates (int64, nearest first)."""
+        Y = np.ascontiguousarray(Y)
+        out = np.empty((Y.shape[0], min(_config.VOTE_PROBE_ATOMS, self.atoms.shape[0])), dtype=np.int64)
+        with _config.numba_threads(n_jobs):
+            probe_atoms(Y, self.atoms, out)
+        return out
+
+    def neighbours(self, Y, n_neighbors=None, n_jobs=None, settle=False, probes=None):
         """The references nearest each row of ``Y``.
 
         Parameters
@@ -111,6 +120,8 @@ class LabelVote:
         n_jobs : int or None
         settle : bool
             Whether rows whose candidates all hold one label may skip the search.
+        probes : ndarray or None
+            :meth:`probes` of ``Y``, where already known.
 
         Returns
         -------
@@ -121,20 +132,13 @@ class LabelVote:
             The label of a settled row, else -1.
         """
         Y = np.ascontiguousarray(Y)
+        probes = self.probes(Y, n_jobs) if probes is None else probes
         out = np.empty((Y.shape[0], n_neighbors or self.n_neighbors), dtype=np.int64)
         settled = np.empty(Y.shape[0], dtype=np.int64)
         cell_label = self.cell_labels() if settle else np.full(self.atoms.shape[0], -1, dtype=np.int64)
         with _config.numba_threads(n_jobs):
             nearest_references(
-                Y,
-                self.atoms,
-                self.references,
-                self.cell_start,
-                self.cell_refs,
-                cell_label,
-                _config.VOTE_PROBE_ATOMS,
-                out,
-                settled,
+                Y, self.atoms, self.references, self.cell_start, self.cell_refs, cell_label, probes, out, settled
             )
         return out, settled
 
@@ -187,17 +191,46 @@ def fit_label_vote(atoms, references, labels, n_neighbors, n_clusters, n_jobs=No
     """
     model = LabelVote(atoms, references, labels, n_neighbors, n_clusters)
     q = model.n_neighbors
-    # one search of q + 1: the first q are predict's neighbours (a reference
-    # is its own nearest), and the q others than itself vote in the rounds
-    nearest, _ = model.neighbours(model.references, n_neighbors=q + 1, n_jobs=n_jobs)
-    own_rows = np.arange(nearest.shape[0])
-    others = nearest != own_rows[:, None]
-    others = np.take_along_axis(nearest, np.argsort(~others, axis=1, kind="stable"), axis=1)[:, :q]
+    R = model.references
+    probes = model.probes(R, n_jobs)
+    # Each reference's q + 1 nearest (itself among them: the first q are
+    # predict's neighbours, the q others than itself vote in the rounds),
+    # searched only once a reference's probed cells hold more than one label:
+    # among cells of one label its vote, and predict's, is that label, its own.
+    nearest = np.full((R.shape[0], q + 1), -1, dtype=np.int64)
+    searched = np.zeros(R.shape[0], dtype=bool)
     current = model.labels
-    for _ in range(_config.VOTE_MAX_ROUNDS):
-        new = _vote(others, current, current, model.n_clusters, n_jobs)
+    for round_ in range(_config.VOTE_MAX_ROUNDS + 1):
+        active = _mixed(probes, model)
+        new_rows = np.flatnonzero(active & ~searched)
+        if new_rows.size:
+            nearest[new_rows], _ = model.neighbours(
+                R[new_rows], n_neighbors=q + 1, n_jobs=n_jobs, probes=probes[new_rows]
+            )
+            searched[new_rows] = True
+        if round_ == _config.VOTE_MAX_ROUNDS:  # the last labels' searches only
+            break
+        rows = np.flatnonzero(active)
+        others = _others(nearest[rows], rows, q)
+        new = current.copy()
+        new[rows] = _vote(others, current, current[rows], model.n_clusters, n_jobs)
         if np.array_equal(new, current):
             break
-        current = new
-    model.labels = current
-    return model, _vote(np.ascontiguousarray(nearest[:, :q]), current, None, model.n_clusters, n_jobs)
+        current = model.labels = new
+    rows = np.flatnonzero(_mixed(probes, model))
+    reference_labels = current.copy()
+    reference_labels[rows] = _vote(np.ascontiguousarray(nearest[rows, :q]), current, None, model.n_clusters, n_jobs)
+    return model, reference_labels
+
+
+def _mixed(probes, model):
+    """Whether each row's probed cells hold more than one label of ``model``
+    (or none)."""
+    held = model.cell_labels()[probes]
+    return (held < 0).any(axis=1) | (held != held[:, :1]).any(axis=1)
+
+
+def _others(nearest, rows, q):
+    """The first ``q`` of each row of ``nearest`` other than the reference ``rows`` itself."""
+    keep = nearest != rows[:, None]
+    return np.ascontiguousarray(np.take_along_axis(nearest, np.argsort(~keep, axis=1, kind="stable"), axis=1)[:, :q])

@@ -383,29 +383,34 @@ def test_load_right_after_import_finds_the_class(clustering, tmp_path):
     assert loaded == "KDSClustering"
 
 
+def _saved_without_parameter(model, path, name):
+    """``model`` saved to ``path`` with the parameter ``name`` taken out of
+    the file (as a file written before it existed), then loaded."""
+    import json
+
+    model.save(path)
+    with np.load(path) as npz:
+        entries = {key: npz[key] for key in npz.files}
+    spec = json.loads(str(entries["params"]))
+    del spec["values"][name]
+    entries["params"] = np.array(json.dumps(spec))
+    np.savez(path, **entries)
+    return fastkds.load(path)
+
+
 @pytest.mark.parametrize("cls", ["KDSClustering", "KDSEnsembleClustering"])
 def test_file_from_before_the_embedding_parameter_loads_with_the_leading_one(moons, tmp_path, cls):
     """A clusterer's file whose parameters have no ``embedding`` (written
     when the k leading modes were the only embedding) loads with
     ``embedding="leading"``: its stored embedding and k-means centres have
     k columns, and it labels new points as the model did."""
-    import json
-
     if cls == "KDSClustering":
         model = KDSClustering(2, n_atoms=12, embedding="leading", **FIT).fit(moons)
     else:
         model = KDSEnsembleClustering(2, estimator=KDS(n_atoms=12, **FIT), n_estimators=2, embedding="leading").fit(
             moons
         )
-    path = tmp_path / "model.npz"
-    model.save(path)
-    with np.load(path) as npz:
-        entries = {name: npz[name] for name in npz.files}
-    spec = json.loads(str(entries["params"]))
-    del spec["values"]["embedding"]
-    entries["params"] = np.array(json.dumps(spec))
-    np.savez(path, **entries)
-    loaded = fastkds.load(path)
+    loaded = _saved_without_parameter(model, tmp_path / "model.npz", "embedding")
     assert loaded.embedding == loaded.spectrum_.embedding == "leading"
     assert loaded.embedding_.shape == (moons.shape[0], 2)
     np.testing.assert_array_equal(loaded.predict(moons), model.predict(moons))
@@ -418,22 +423,12 @@ def test_file_from_before_the_vote_loads_without_it(moons, tmp_path, cls):
     """A clusterer's file whose parameters have no ``vote_neighbors``
     (written before the neighbours' vote) loads with ``vote_neighbors=None``
     and labels new points by k-means, as the model did."""
-    import json
-
     if cls == "KDSClustering":
         model = KDSClustering(2, n_atoms=12, vote_neighbors=None, **FIT).fit(moons)
     else:
         model = KDSEnsembleClustering(2, estimator=KDS(n_atoms=12, **FIT), n_estimators=2, vote_neighbors=None)
         model.fit(moons)
-    path = tmp_path / "model.npz"
-    model.save(path)
-    with np.load(path) as npz:
-        entries = {name: npz[name] for name in npz.files}
-    spec = json.loads(str(entries["params"]))
-    del spec["values"]["vote_neighbors"]
-    entries["params"] = np.array(json.dumps(spec))
-    np.savez(path, **entries)
-    loaded = fastkds.load(path)
+    loaded = _saved_without_parameter(model, tmp_path / "model.npz", "vote_neighbors")
     assert loaded.vote_neighbors is None and loaded.vote_ is None
     np.testing.assert_array_equal(loaded.predict(moons), model.predict(moons))
 
