@@ -24,6 +24,7 @@ FEW_FEATURES = 32
 
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def _sq_distance(A, i, B, j):
+    """``||A[i] - B[j]||^2`` in float64, from the differences."""
     acc = 0.0
     for t in range(A.shape[1]):
         diff = np.float64(A[i, t]) - np.float64(B[j, t])

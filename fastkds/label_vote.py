@@ -18,7 +18,8 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
    code graph's k-means and vote among themselves, each counting the
    labels of its q nearest other references and half a vote for its own,
    until no label changes (at most :data:`fastkds._config.VOTE_MAX_ROUNDS`
-   rounds).
+   rounds). A reference whose probed cells all hold one label keeps it
+   without a search (its own cell is among them).
 2. :meth:`LabelVote.predict`: every point, a training point or a new one,
    takes the label most of its q nearest references hold (a reference is
    its own nearest). One rule for both, so ``predict`` on the training
