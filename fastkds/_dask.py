@@ -499,7 +499,7 @@ class ClusteringResults:
 
     def label(self, kmeans):
         """The nearest centre of every embedded point."""
-        self._labels = kmeans.predict(self._embedding)
+        self._labels = self.kmeans_labels(kmeans)
 
     def kmeans_labels(self, kmeans):
         """Every point's nearest centre of ``kmeans``."""

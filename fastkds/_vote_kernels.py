@@ -1,7 +1,8 @@
 """Numba kernels of the neighbours' vote (:mod:`fastkds.label_vote`).
 
 Each point's nearest reference points are searched among the points of its
-nearest atoms' cells (a reference belongs to the cell of its nearest atom),
+nearest atoms' cells (a reference belongs to the cell of its nearest atom, found by
+:func:`probe_atoms` too),
 so a search costs a point about ``n_probe`` cells' references, however many
 points there are. A point's distance to a reference is a direct sum of
 squared differences in float64 (no cancellation, as the k-means++
@@ -52,22 +53,6 @@ def _insert(dist, idx, d, j):
         p -= 1
     dist[p] = d
     idx[p] = j
-
-
-@njit(parallel=True, cache=True)
-def nearest_atom(Y, W, out):
-    """``out[i]``: the atom nearest ``Y[i]`` (the smaller index on a tie)."""
-    n = Y.shape[0]
-    for blk in prange((n + BLOCK - 1) // BLOCK):
-        for i in range(blk * BLOCK, min(blk * BLOCK + BLOCK, n)):
-            best = np.inf
-            arg = 0
-            for a in range(W.shape[0]):
-                d = _sq_distance(Y, i, W, a)
-                if d < best:
-                    best = d
-                    arg = a
-            out[i] = arg
 
 
 @njit(cache=True, nogil=True)

@@ -29,7 +29,7 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
 import numpy as np
 
 from . import _config
-from ._vote_kernels import nearest_atom, nearest_references, probe_atoms, vote
+from ._vote_kernels import nearest_references, probe_atoms, vote
 from .sources import random_rows
 
 
@@ -68,6 +68,8 @@ class LabelVote:
     n_neighbors : int
         q, the voting neighbours.
     n_clusters : int
+    cells : ndarray of int or None
+        Each reference's nearest atom, where already known.
 
     Attributes
     ----------
@@ -78,14 +80,14 @@ class LabelVote:
         atom ``a``'s cell.
     """
 
-    def __init__(self, atoms, references, labels, n_neighbors, n_clusters):
+    def __init__(self, atoms, references, labels, n_neighbors, n_clusters, cells=None):
         self.atoms = np.ascontiguousarray(atoms)
         self.references = np.ascontiguousarray(references)
         self.labels = np.array(labels, dtype=np.int32)  # a copy: the vote rewrites it
         self.n_neighbors = int(n_neighbors)
         self.n_clusters = int(n_clusters)
-        cells = np.empty(self.references.shape[0], dtype=np.int64)
-        nearest_atom(self.references, self.atoms, cells)
+        if cells is None:
+            cells = _probe(self.references, self.atoms, 1, None)[:, 0]
         self.cell_refs = np.argsort(cells, kind="stable").astype(np.int64)
         self.cell_start = np.searchsorted(cells[self.cell_refs], np.arange(self.atoms.shape[0] + 1)).astype(np.int64)
 
@@ -101,15 +103,6 @@ class LabelVote:
         out[full] = np.where(low == high, low, -1)
         return out
 
-    def probes(self, Y, n_jobs=None):
-        """The :data:`fastkds._config.VOTE_PROBE_ATOMS` atoms nearest each
-        row of ``Y``, whose cells hold its candidates (int64, nearest first)."""
-        Y = np.ascontiguousarray(Y)
-        out = np.empty((Y.shape[0], min(_config.VOTE_PROBE_ATOMS, self.atoms.shape[0])), dtype=np.int64)
-        with _config.numba_threads(n_jobs):
-            probe_atoms(Y, self.atoms, out)
-        return out
-
     def neighbours(self, Y, n_neighbors=None, n_jobs=None, settle=False, probes=None):
         """The references nearest each row of ``Y``.
 
@@ -122,7 +115,8 @@ class LabelVote:
         settle : bool
             Whether rows whose candidates all hold one label may skip the search.
         probes : ndarray or None
-            :meth:`probes` of ``Y``, where already known.
+            The atoms whose cells hold each row's candidates, where already
+            known (:func:`_probe`).
 
         Returns
         -------
@@ -133,7 +127,7 @@ class LabelVote:
             The label of a settled row, else -1.
         """
         Y = np.ascontiguousarray(Y)
-        probes = self.probes(Y, n_jobs) if probes is None else probes
+        probes = _probe(Y, self.atoms, _config.VOTE_PROBE_ATOMS, n_jobs) if probes is None else probes
         out = np.empty((Y.shape[0], n_neighbors or self.n_neighbors), dtype=np.int64)
         settled = np.empty(Y.shape[0], dtype=np.int64)
         cell_label = self.cell_labels() if settle else np.full(self.atoms.shape[0], -1, dtype=np.int64)
@@ -158,6 +152,17 @@ class LabelVote:
         """
         neighbours, settled = self.neighbours(Y, n_jobs=n_jobs, settle=True)
         return _vote(neighbours, self.labels, None, self.n_clusters, n_jobs, settled)
+
+
+def _probe(Y, atoms, n_probe, n_jobs):
+    """The ``n_probe`` atoms nearest each row of ``Y`` (int64, nearest first;
+    ties to the smaller index): the cells that hold its candidates, the
+    first of them its own cell."""
+    Y = np.ascontiguousarray(Y)
+    out = np.empty((Y.shape[0], min(n_probe, atoms.shape[0])), dtype=np.int64)
+    with _config.numba_threads(n_jobs):
+        probe_atoms(Y, atoms, out)
+    return out
 
 
 def _vote(neighbours, labels, own, n_clusters, n_jobs, settled=None):
@@ -190,10 +195,10 @@ def fit_label_vote(atoms, references, labels, n_neighbors, n_clusters, n_jobs=No
     reference_labels : ndarray of int32
         What ``model.predict(references)`` gives, found from the same search.
     """
-    model = LabelVote(atoms, references, labels, n_neighbors, n_clusters)
+    probes = _probe(references, atoms, _config.VOTE_PROBE_ATOMS, n_jobs)
+    model = LabelVote(atoms, references, labels, n_neighbors, n_clusters, cells=probes[:, 0])
     q = model.n_neighbors
     R = model.references
-    probes = model.probes(R, n_jobs)
     # Each reference's q + 1 nearest (itself among them: the first q are
     # predict's neighbours, the q others than itself vote in the rounds),
     # searched only once a reference's probed cells hold more than one label:
@@ -218,7 +223,7 @@ def fit_label_vote(atoms, references, labels, n_neighbors, n_clusters, n_jobs=No
         if np.array_equal(new, current):
             break
         current = model.labels = new
-    rows = np.flatnonzero(_mixed(probes, model))
+    rows = np.flatnonzero(active)  # the last round's labels are current's
     reference_labels = current.copy()
     reference_labels[rows] = _vote(np.ascontiguousarray(nearest[rows, :q]), current, None, model.n_clusters, n_jobs)
     return model, reference_labels

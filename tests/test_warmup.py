@@ -88,7 +88,6 @@ ENTRY_POINTS = {
     # the Adam state is float64 whatever the data's dtype (UnrolledTrainer.W)
     "_unrolled_kernels.adam_update": ("float64",),
     # the neighbours' vote (fastkds.label_vote); its vote takes integers only
-    "_vote_kernels.nearest_atom": ("float32", "float64"),
     "_vote_kernels.probe_atoms": ("float32", "float64"),
     "_vote_kernels.nearest_references": ("float32", "float64"),
     "_vote_kernels.vote": ("integers",),

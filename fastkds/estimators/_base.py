@@ -220,7 +220,7 @@ def take_rows(Y, indices):
     return Y.take(indices) if isinstance(Y, ChunkSource) else Y[indices]
 
 
-def fit_vote(results, Y, atoms, kmeans, first_labels, n_neighbors, n_clusters, rng, n_jobs):
+def fit_vote(results, Y, atoms, kmeans, embed, n_neighbors, n_clusters, rng, n_jobs):
     """The neighbours' vote of a clusterer's fit (:mod:`fastkds.label_vote`):
     fit it, and write every point's label into ``results``.
 
@@ -233,11 +233,11 @@ def fit_vote(results, Y, atoms, kmeans, first_labels, n_neighbors, n_clusters, r
     atoms : ndarray of shape (n_atoms, n_features)
         The dictionary (or dictionaries, stacked) that screens the search.
     kmeans : sklearn.cluster.KMeans
-        The k-means of the embedding: where every point is a reference, its
-        labels of ``results``' embedding are the references' first labels.
-    first_labels : callable
-        Rows -> their labels before the vote (nearest ``kmeans`` centre of
-        their embedding), for a sample of references.
+        The k-means of the embedding, whose labels the references start from
+        (where every point is a reference, read from ``results``' embedding).
+    embed : callable
+        Rows -> their row-normalised embedding (the clusterer's
+        ``transform``), for a sample of references.
     n_neighbors, n_clusters : int
     rng : numpy.random.RandomState
         Draws the references where they are a sample.
@@ -251,7 +251,7 @@ def fit_vote(results, Y, atoms, kmeans, first_labels, n_neighbors, n_clusters, r
     indices = reference_rows(Y.shape[0], atoms.shape[0], rng)
     references = _dask._gather_rows(Y, indices) if dask else take_rows(Y, indices)
     every_point = indices.shape[0] == Y.shape[0]
-    first = results.kmeans_labels(kmeans) if every_point else first_labels(references)
+    first = results.kmeans_labels(kmeans) if every_point else kmeans.predict(embed(references))
     label_vote, reference_labels = fit_label_vote(atoms, references, first, n_neighbors, n_clusters, n_jobs)
     if every_point:  # every point is a reference: its label is known
         step = _config.LABEL_CHUNK

@@ -296,13 +296,12 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
             label_vote = None
             if vote_neighbors is not None:
                 t0 = time.perf_counter()
-                encoder = fitted_encoder(kds)
 
-                def first_labels(rows):
-                    return kmeans.predict(normalize_rows(spectrum.embed(encoder.encode(rows), n_clusters), copy=False))
+                def embed(rows):
+                    return _embedding(spectrum, fitted_encoder(kds).encode(rows), n_clusters)
 
                 label_vote = fit_vote(
-                    results, Y, kds.components_, kmeans, first_labels, vote_neighbors, n_clusters, rng, n_jobs
+                    results, Y, kds.components_, kmeans, embed, vote_neighbors, n_clusters, rng, n_jobs
                 )
                 timings["vote"] = time.perf_counter() - t0
             labels, embedding = results.commit()
@@ -332,7 +331,7 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         if _dask.is_dask_array(X):
             return _dask.transform_clustering(self, X)
         Y = check_input(self, X, reset=False)
-        return normalize_rows(self.spectrum_.embed(fitted_encoder(self.kds_).encode(Y), self.n_clusters_), copy=False)
+        return _embedding(self.spectrum_, fitted_encoder(self.kds_).encode(Y), self.n_clusters_)
 
     def predict(self, X):
         """Cluster labels of new points: the neighbours' vote among ``vote_``'s
@@ -389,3 +388,8 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         model.components_ = model.kds_.components_  # shared, as after fit
         _saved.read_spectral_step(reader, prefix, model, [model.kds_])
         return model
+
+
+def _embedding(spectrum, codes, n_clusters):
+    """The row-normalised spectral embedding of ``codes`` (``transform``'s)."""
+    return normalize_rows(spectrum.embed(codes, n_clusters), copy=False)

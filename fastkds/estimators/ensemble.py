@@ -35,7 +35,7 @@ from .._validation import (
 )
 from ..exceptions import warn
 from ..sources import ChunkSource
-from ..spectral import ClusteringResults, cluster_codes, normalize_rows
+from ..spectral import ClusteringResults, cluster_codes
 from . import _saved
 from ._base import (
     EmbeddingFeaturesMixin,
@@ -47,7 +47,7 @@ from ._base import (
     is_fitted,
     predict_by_vote,
 )
-from .clustering import KDSClustering
+from .clustering import KDSClustering, _embedding
 from .kds import KDS, fit_attributes, fitted_encoder
 
 
@@ -287,10 +287,10 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         label_vote = None
         if vote_neighbors is not None:
 
-            def first_labels(rows):
-                return kmeans.predict(normalize_rows(spectrum.embed(self._joint_codes(rows, estimators), n_clusters)))
+            def embed(rows):
+                return _embedding(spectrum, self._joint_codes(rows, estimators), n_clusters)
 
-            label_vote = fit_vote(results, Y, components, kmeans, first_labels, vote_neighbors, n_clusters, rng, None)
+            label_vote = fit_vote(results, Y, components, kmeans, embed, vote_neighbors, n_clusters, rng, None)
         labels, embedding = results.commit()
         kmeans.labels_ = labels  # all points', as after KDSClustering.fit
         fitted.update(
@@ -320,15 +320,14 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
             ``n_columns = spectrum_.n_columns(n_clusters_)``, as for ``embedding_``.
         """
         check_is_fitted(self)
-        if _dask.is_dask_array(X):
-            raise TypeError("KDSEnsembleClustering does not take Dask arrays; compute the array first")
+        _refuse_dask(X)
         Y = check_input(self, X, reset=False)
         if isinstance(Y, ChunkSource) and not Y.reiterable and len(self.estimators_) > 1:
             raise TypeError(
                 f"transform reads the data once per dictionary ({len(self.estimators_)} times), but X is a "
                 "one-shot iterator: pass a list of chunks or a callable returning a fresh iterator"
             )
-        return normalize_rows(self.spectrum_.embed(self._joint_codes(Y), self.n_clusters_), copy=False)
+        return _embedding(self.spectrum_, self._joint_codes(Y), self.n_clusters_)
 
     def predict(self, X):
         """Cluster labels of new points: the neighbours' vote among ``vote_``'s
@@ -344,11 +343,10 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         labels : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
-        if self.vote_ is not None:
-            if _dask.is_dask_array(X):
-                raise TypeError("KDSEnsembleClustering does not take Dask arrays; compute the array first")
-            return predict_by_vote(self.vote_, check_input(self, X, reset=False), None)
-        return self.kmeans_.predict(self.transform(X))
+        if self.vote_ is None:
+            return self.kmeans_.predict(self.transform(X))
+        _refuse_dask(X)
+        return predict_by_vote(self.vote_, check_input(self, X, reset=False), None)
 
     # -- model files (fastkds.persistence) --------------------------------------
 
@@ -397,3 +395,9 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         model.components_ = np.vstack([kds.components_ for kds in model.estimators_])
         _saved.read_spectral_step(reader, prefix, model, model.estimators_)
         return model
+
+
+def _refuse_dask(X):
+    """The ensemble's ``transform`` and ``predict`` take no Dask array."""
+    if _dask.is_dask_array(X):
+        raise TypeError("KDSEnsembleClustering does not take Dask arrays; compute the array first")
