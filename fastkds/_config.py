@@ -68,6 +68,12 @@ VOTE_REFERENCES_PER_ATOM = 100
 VOTE_PROBE_ATOMS = 4
 VOTE_MAX_ROUNDS = 20
 
+#: The vote takes the references' own graph for its labels where the
+#: k-means labels put more than this share of an even split (``n_references
+#: / n_clusters``) outside the graph's pieces (:mod:`fastkds.label_vote`):
+#: fewer are a stray group, not a cluster the code graph joined to another.
+VOTE_STRAY_SHARE = 0.1
+
 #: Rows of the embedding labelled (or codes embedded) at once by the last
 #: passes of a clustering fit.
 LABEL_CHUNK = 1 << 17

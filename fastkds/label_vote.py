@@ -18,15 +18,28 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
    code graph's k-means and vote among themselves, each counting the
    labels of its q nearest other references and half a vote for its own,
    until no label changes (at most :data:`fastkds._config.VOTE_MAX_ROUNDS`
-   rounds). A reference whose probed cells all hold one label keeps it
-   without a search (its own cell is among them).
+   rounds); a reference whose probed cells all hold one label keeps it
+   (its own cell is among them). Unless the code graph joins what the
+   neighbours part: where the graph joining each reference to its q
+   nearest others falls into 2 to ``n_clusters`` pieces and the k-means
+   labels put more than a stray group of references
+   (:data:`fastkds._config.VOTE_STRAY_SHARE`) outside their label's main
+   piece, the atoms are too coarse for these data (concentric circles or
+   shells closer than the atoms are spaced), and the references take the
+   labels of their own graph instead: its pieces where there are
+   ``n_clusters`` of them, else the k-means of its spectral embedding, as
+   SpectralClustering would label them.
 2. :meth:`LabelVote.predict`: every point, a training point or a new one,
    takes the label most of its q nearest references hold (a reference is
    its own nearest). One rule for both, so ``predict`` on the training
    points gives ``labels_``.
 """
 
+import warnings
+
 import numpy as np
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
 
 from . import _config
 from ._vote_kernels import nearest_references, probe_atoms, vote
@@ -177,7 +190,7 @@ def _vote(neighbours, labels, own, n_clusters, n_jobs, settled=None):
     return out
 
 
-def fit_label_vote(atoms, references, labels, n_neighbors, n_clusters, n_jobs=None):
+def fit_label_vote(atoms, references, labels, n_neighbors, n_clusters, n_jobs=None, rng=None, n_init=10):
     """The references' labels after their own vote (step 1 of the module's
     description), as a :class:`LabelVote` that labels any point.
 
@@ -188,6 +201,11 @@ def fit_label_vote(atoms, references, labels, n_neighbors, n_clusters, n_jobs=No
     labels : array-like of int
         The references' first labels (the k-means labels of their embedding).
     n_jobs : int or None
+    rng : numpy.random.RandomState or None
+        Draws the seed of the references' own spectral clustering, where
+        they need one (None: seed 0).
+    n_init : int
+        Its k-means' runs.
 
     Returns
     -------
@@ -198,35 +216,71 @@ def fit_label_vote(atoms, references, labels, n_neighbors, n_clusters, n_jobs=No
     probes = _probe(references, atoms, _config.VOTE_PROBE_ATOMS, n_jobs)
     model = LabelVote(atoms, references, labels, n_neighbors, n_clusters, cells=probes[:, 0])
     q = model.n_neighbors
-    R = model.references
-    # Each reference's q + 1 nearest (itself among them: the first q are
-    # predict's neighbours, the q others than itself vote in the rounds),
-    # searched only once a reference's probed cells hold more than one label:
-    # among cells of one label its vote, and predict's, is that label, its own.
-    nearest = np.full((R.shape[0], q + 1), -1, dtype=np.int64)
-    searched = np.zeros(R.shape[0], dtype=bool)
+    # Each reference's q + 1 nearest, itself among them: the first q are
+    # predict's neighbours, the q others than itself its graph's edges and
+    # its voters in the rounds.
+    nearest, _ = model.neighbours(model.references, n_neighbors=q + 1, n_jobs=n_jobs, probes=probes)
+    graph = _neighbour_graph(nearest)
+    n_pieces, piece = connected_components(graph, directed=False)
+    if 2 <= n_pieces <= model.n_clusters and _joins_pieces(model.labels, piece, model.n_clusters):
+        if n_pieces == model.n_clusters:
+            fine = piece.astype(np.int32)
+        else:
+            seed = 0 if rng is None else rng.randint(np.iinfo(np.int32).max)
+            fine = _spectral_labels(graph, model.n_clusters, seed, n_init)
+        model.labels = fine
+        return model, _vote(np.ascontiguousarray(nearest[:, :q]), fine, None, model.n_clusters, n_jobs)
     current = model.labels
-    for round_ in range(_config.VOTE_MAX_ROUNDS + 1):
-        active = _mixed(probes, model)
-        new_rows = np.flatnonzero(active & ~searched)
-        if new_rows.size:
-            nearest[new_rows], _ = model.neighbours(
-                R[new_rows], n_neighbors=q + 1, n_jobs=n_jobs, probes=probes[new_rows]
-            )
-            searched[new_rows] = True
-        if round_ == _config.VOTE_MAX_ROUNDS:  # the last labels' searches only
-            break
-        rows = np.flatnonzero(active)
-        others = _others(nearest[rows], rows, q)
+    for _ in range(_config.VOTE_MAX_ROUNDS):
+        rows = np.flatnonzero(_mixed(probes, model))
         new = current.copy()
-        new[rows] = _vote(others, current, current[rows], model.n_clusters, n_jobs)
+        new[rows] = _vote(_others(nearest[rows], rows, q), current, current[rows], model.n_clusters, n_jobs)
         if np.array_equal(new, current):
             break
         current = model.labels = new
-    rows = np.flatnonzero(active)  # the last round's labels are current's
+    rows = np.flatnonzero(_mixed(probes, model))
     reference_labels = current.copy()
     reference_labels[rows] = _vote(np.ascontiguousarray(nearest[rows, :q]), current, None, model.n_clusters, n_jobs)
     return model, reference_labels
+
+
+def _neighbour_graph(nearest):
+    """The references' graph: an edge from each to each of its ``nearest``
+    (-1: none), as a CSR matrix of ones (self-loops kept: they join nothing)."""
+    n, width = nearest.shape
+    tails = np.repeat(np.arange(n), width)
+    heads = nearest.ravel()
+    edge = heads >= 0
+    return sparse.csr_matrix((np.ones(int(edge.sum())), (tails[edge], heads[edge])), shape=(n, n))
+
+
+def _joins_pieces(labels, piece, n_clusters):
+    """Whether ``labels`` put more than a stray group of the references
+    (:data:`fastkds._config.VOTE_STRAY_SHARE` of ``n / n_clusters``)
+    outside the piece that holds most of their label."""
+    table = np.zeros((n_clusters, piece.max() + 1), dtype=np.int64)
+    np.add.at(table, (labels, piece), 1)
+    outside = labels.shape[0] - table.max(axis=1).sum()
+    return outside > _config.VOTE_STRAY_SHARE * labels.shape[0] / n_clusters
+
+
+def _spectral_labels(graph, n_clusters, seed, n_init):
+    """SpectralClustering's labels of the references' graph: k-means of its
+    normalised Laplacian's first ``n_clusters`` eigenvectors, the graph made
+    symmetric as scikit-learn's kNN affinity is."""
+    from sklearn.cluster import KMeans
+    from sklearn.manifold import spectral_embedding
+
+    graph = graph.copy()
+    graph.setdiag(0)
+    graph.eliminate_zeros()
+    graph.data[:] = 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "Graph is not fully connected": we know
+        embedding = spectral_embedding(
+            0.5 * (graph + graph.T), n_components=n_clusters, random_state=seed, drop_first=False
+        )
+    return KMeans(n_clusters, n_init=n_init, random_state=seed).fit_predict(embedding).astype(np.int32)
 
 
 def _mixed(probes, model):

@@ -4,9 +4,9 @@ oracle, its rule, and the clusterers that use it."""
 import numpy as np
 import pytest
 
-from fastkds import KDSClustering, KDSEnsembleClustering, clustering_accuracy, load, make_moons
+from fastkds import KDSClustering, KDSEnsembleClustering, clustering_accuracy, load, make_circles, make_moons
 from fastkds import _config, _naive
-from fastkds.label_vote import LabelVote, fit_label_vote, reference_rows
+from fastkds.label_vote import LabelVote, _joins_pieces, _neighbour_graph, fit_label_vote, reference_rows
 
 PARAMS = dict(n_atoms=24, lam=5.0, n_iter=15, max_epochs=10, random_state=0)
 
@@ -102,6 +102,37 @@ def test_references_end_at_a_fixed_point_of_their_vote():
     np.testing.assert_array_equal(reference_labels, model.predict(R))
 
 
+def test_labels_join_the_pieces_past_a_stray_group():
+    piece = np.repeat([0, 1], 100)
+    labels = piece.copy()
+    labels[:10] = 1  # ten strays: a tenth of an even split (100)
+    assert not _joins_pieces(labels, piece, 2)
+    labels[:11] = 1
+    assert _joins_pieces(labels, piece, 2)
+    assert _joins_pieces(np.tile([0, 1], 100), piece, 2)
+
+
+@pytest.mark.filterwarnings("ignore:Graph is not fully connected")  # the oracle's graph
+def test_fewer_pieces_than_clusters_take_spectral_clustering_of_the_references():
+    # two blobs that touch, a third far off: the references' graph has two
+    # pieces, labels drawn at random join them, so the references take the
+    # labels SpectralClustering gives their neighbour graph
+    from scipy.sparse.csgraph import connected_components
+    from sklearn.cluster import SpectralClustering
+    from sklearn.metrics import adjusted_rand_score
+
+    rng = np.random.default_rng(4)
+    R = np.vstack([rng.normal(size=(300, 2)) + centre for centre in ([0, 0], [4, 0], [30, 0])])
+    W = R[::15]
+    first = rng.integers(0, 3, size=R.shape[0]).astype(np.int32)
+    model, reference_labels = fit_label_vote(W, R, first, 10, 3, rng=np.random.RandomState(0))
+    nearest, _ = model.neighbours(R, n_neighbors=11)
+    assert connected_components(_neighbour_graph(nearest), directed=False)[0] == 2
+    expected = SpectralClustering(3, affinity="nearest_neighbors", n_neighbors=10, random_state=0).fit_predict(R)
+    assert adjusted_rand_score(expected, reference_labels) > 0.95
+    np.testing.assert_array_equal(reference_labels, model.predict(R))
+
+
 def test_reference_rows_are_all_points_or_a_sample():
     rng = np.random.RandomState(0)
     np.testing.assert_array_equal(reference_rows(500, 5, rng), np.arange(500))
@@ -141,6 +172,17 @@ def test_the_vote_starts_from_the_kmeans_labels(moons):
     changed = np.mean(plain.labels_ != voted.labels_)
     assert changed < 0.05
     assert clustering_accuracy(y, voted.labels_) >= clustering_accuracy(y, plain.labels_) - 0.002
+
+
+def test_circles_closer_than_the_atoms_are_parted_by_the_neighbours():
+    # the code graph's atoms are spaced wider than the gap, so its labels
+    # join the circles; the references' graph falls into the two circles
+    Y, y = make_circles(2000, 0.1, random_state=0)
+    plain = KDSClustering(2, vote_neighbors=None, random_state=0).fit(Y)
+    model = KDSClustering(2, random_state=0).fit(Y)
+    assert clustering_accuracy(y, plain.labels_) < 0.6
+    assert clustering_accuracy(y, model.labels_) == 1.0
+    np.testing.assert_array_equal(model.predict(Y), model.labels_)
 
 
 def test_a_sample_of_references_when_points_outnumber_them(moons, monkeypatch):

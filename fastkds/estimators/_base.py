@@ -252,7 +252,9 @@ def fit_vote(results, Y, atoms, kmeans, embed, n_neighbors, n_clusters, rng, n_j
     references = _dask._gather_rows(Y, indices) if dask else take_rows(Y, indices)
     every_point = indices.shape[0] == Y.shape[0]
     first = results.kmeans_labels(kmeans) if every_point else kmeans.predict(embed(references))
-    label_vote, reference_labels = fit_label_vote(atoms, references, first, n_neighbors, n_clusters, n_jobs)
+    label_vote, reference_labels = fit_label_vote(
+        atoms, references, first, n_neighbors, n_clusters, n_jobs, rng=rng, n_init=kmeans.n_init
+    )
     if every_point:  # every point is a reference: its label is known
         step = _config.LABEL_CHUNK
         results.write_labels(reference_labels[start : start + step] for start in range(0, Y.shape[0], step))

@@ -104,7 +104,12 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         not grow with n. ``predict`` labels new points by the same vote
         (``vote_`` keeps the references). None: the labels of the k-means
         (the paper's, which ``fastkds paper`` uses). 10 is the neighbourhood
-        of scikit-learn's ``SpectralClustering``.
+        of scikit-learn's ``SpectralClustering``. Where the reference
+        points' ``vote_neighbors``-nearest-neighbour graph falls into 2 to
+        ``n_clusters`` pieces that the k-means labels join (atoms spaced
+        wider than a gap between clusters, as in concentric circles), the
+        labels come from that graph instead: its pieces, or its spectral
+        clustering.
 
     Attributes
     ----------
