@@ -1,6 +1,6 @@
 """How many of each point's true nearest neighbours the neighbours' vote
 finds, against the number of atoms whose cells it searches (issue 21;
-``fastkds._config.VOTE_PROBE_ATOMS``).
+``fastkds.label_vote.probe_count``).
 
     python bench/vote_recall.py [--data DIR] [--only NAME ...] [--probes 1 2 3 4 6]
 
@@ -19,7 +19,7 @@ import warnings
 import numpy as np
 from sklearn.neighbors import NearestNeighbors
 
-from fastkds import KDSClustering, _config
+from fastkds import KDSClustering
 from fastkds.datasets import find_data_dir
 from fastkds.label_vote import LabelVote
 from real_data import table_parser, table_sets
@@ -39,7 +39,6 @@ def main(argv=None):
     warnings.simplefilter("ignore")
     print("| data | atoms | " + " | ".join(f"{p} atoms: recall (s)" for p in args.probes) + " |")
     print("|---|---|" + "---|" * len(args.probes))
-    default = _config.VOTE_PROBE_ATOMS
     for _, title, Y, y in table_sets(find_data_dir(args.data), args.only):
         if Y is None:
             print(f"| {title} | skipped: {y} |")
@@ -50,14 +49,11 @@ def main(argv=None):
         exact = NearestNeighbors(n_neighbors=Q).fit(Y).kneighbors(Y, return_distance=False)
         search = LabelVote(model.components_, Y, model.labels_, Q, k)
         cells = []
-        try:
-            for probes in args.probes:
-                _config.VOTE_PROBE_ATOMS = probes
-                t0 = time.perf_counter()
-                found, _ = search.neighbours(Y)
-                cells.append(f"{recall(found, exact):.3f} ({time.perf_counter() - t0:.2f})")
-        finally:
-            _config.VOTE_PROBE_ATOMS = default
+        for probes in args.probes:
+            search.n_probe = probes
+            t0 = time.perf_counter()
+            found, _ = search.neighbours(Y)
+            cells.append(f"{recall(found, exact):.3f} ({time.perf_counter() - t0:.2f})")
         print(f"| {title} | {model.components_.shape[0]} | " + " | ".join(cells) + " |", flush=True)
 
 

@@ -62,8 +62,9 @@ KMEANS_SAMPLE = 200_000
 #: :mod:`fastkds.label_vote`): references per atom (every point up to that
 #: many, else a sample: a point's search then costs about
 #: ``VOTE_PROBE_ATOMS * VOTE_REFERENCES_PER_ATOM`` distances whatever n), the
-#: nearest atoms whose cells hold a point's candidates, and the rounds of the
-#: references' own vote.
+#: nearest atoms whose cells hold a point's candidates (more where the cells
+#: are smaller: :func:`fastkds.label_vote.probe_count`), and the rounds of
+#: the references' own vote.
 VOTE_REFERENCES_PER_ATOM = 100
 VOTE_PROBE_ATOMS = 4
 VOTE_MAX_ROUNDS = 20

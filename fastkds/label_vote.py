@@ -9,8 +9,10 @@ neighbours are searched among a reference sample of the points (all of
 them up to :data:`fastkds._config.VOTE_REFERENCES_PER_ATOM` per atom) and
 screened by the dictionary: a point's candidates are the references whose
 nearest atom is one of its :data:`fastkds._config.VOTE_PROBE_ATOMS` nearest
-atoms (:mod:`fastkds._vote_kernels`). So a point costs a few hundred
-distances, whatever n, and the fit stays linear in n.
+atoms, or of more where the cells hold fewer than
+:data:`fastkds._config.VOTE_REFERENCES_PER_ATOM` references on average
+(:func:`probe_count`; :mod:`fastkds._vote_kernels`). So a point costs a few
+hundred distances, whatever n, and the fit stays linear in n.
 
 Two steps (docs/algorithm.md, "The neighbours' vote"):
 
@@ -67,6 +69,29 @@ def reference_rows(n_samples, n_atoms, rng):
     return np.sort(random_rows(rng, n_samples, size)).astype(np.int64)
 
 
+def probe_count(n_references, n_atoms):
+    """How many atoms' cells a point's search reads: the cells of
+    :data:`fastkds._config.VOTE_PROBE_ATOMS` atoms, or as many as hold
+    ``VOTE_PROBE_ATOMS * VOTE_REFERENCES_PER_ATOM`` references on average
+    where the cells are smaller (fewer points than that an atom, or the
+    stacked atoms of several dictionaries), so that a point's candidates do
+    not thin out with the cells: nearest neighbours found among too few
+    candidates reach past gaps in the data.
+
+    Parameters
+    ----------
+    n_references, n_atoms : int
+
+    Returns
+    -------
+    int
+        At most ``n_atoms``.
+    """
+    wanted = _config.VOTE_PROBE_ATOMS * _config.VOTE_REFERENCES_PER_ATOM
+    cells = -(-wanted * n_atoms // max(n_references, 1))  # ceil(wanted / mean cell size)
+    return int(min(n_atoms, max(_config.VOTE_PROBE_ATOMS, cells)))
+
+
 class LabelVote:
     """Cluster labels by a vote of each point's nearest references.
 
@@ -88,6 +113,8 @@ class LabelVote:
     ----------
     atoms, references, labels, n_neighbors, n_clusters
         As given.
+    n_probe : int
+        The atoms whose cells hold a point's candidates (:func:`probe_count`).
     cell_start, cell_refs : ndarray of int64
         ``cell_refs[cell_start[a]:cell_start[a + 1]]``: the references of
         atom ``a``'s cell.
@@ -99,6 +126,7 @@ class LabelVote:
         self.labels = np.array(labels, dtype=np.int32)  # a copy: the vote rewrites it
         self.n_neighbors = int(n_neighbors)
         self.n_clusters = int(n_clusters)
+        self.n_probe = probe_count(self.references.shape[0], self.atoms.shape[0])
         if cells is None:
             cells = _probe(self.references, self.atoms, 1, None)[:, 0]
         self.cell_refs = np.argsort(cells, kind="stable").astype(np.int64)
@@ -140,7 +168,7 @@ class LabelVote:
             The label of a settled row, else -1.
         """
         Y = np.ascontiguousarray(Y)
-        probes = _probe(Y, self.atoms, _config.VOTE_PROBE_ATOMS, n_jobs) if probes is None else probes
+        probes = _probe(Y, self.atoms, self.n_probe, n_jobs) if probes is None else probes
         out = np.empty((Y.shape[0], n_neighbors or self.n_neighbors), dtype=np.int64)
         settled = np.empty(Y.shape[0], dtype=np.int64)
         cell_label = self.cell_labels() if settle else np.full(self.atoms.shape[0], -1, dtype=np.int64)
@@ -213,7 +241,7 @@ def fit_label_vote(atoms, references, labels, n_neighbors, n_clusters, n_jobs=No
     reference_labels : ndarray of int32
         What ``model.predict(references)`` gives, found from the same search.
     """
-    probes = _probe(references, atoms, _config.VOTE_PROBE_ATOMS, n_jobs)
+    probes = _probe(references, atoms, probe_count(references.shape[0], atoms.shape[0]), n_jobs)
     model = LabelVote(atoms, references, labels, n_neighbors, n_clusters, cells=probes[:, 0])
     q = model.n_neighbors
     # Each reference's q + 1 nearest, itself among them: the first q are

@@ -6,7 +6,14 @@ import pytest
 
 from fastkds import KDSClustering, KDSEnsembleClustering, clustering_accuracy, load, make_circles, make_moons
 from fastkds import _config, _naive
-from fastkds.label_vote import LabelVote, _joins_pieces, _neighbour_graph, fit_label_vote, reference_rows
+from fastkds.label_vote import (
+    LabelVote,
+    _joins_pieces,
+    _neighbour_graph,
+    fit_label_vote,
+    probe_count,
+    reference_rows,
+)
 
 PARAMS = dict(n_atoms=24, lam=5.0, n_iter=15, max_epochs=10, random_state=0)
 
@@ -16,8 +23,8 @@ def moons():
     return make_moons(3000, random_state=0)
 
 
-def oracle_neighbours(Y, W, R, q, skip=None):
-    return _naive.vote_neighbours(Y, W, R, q, _config.VOTE_PROBE_ATOMS, skip)
+def oracle_neighbours(Y, W, R, q, skip=None, n_probe=_config.VOTE_PROBE_ATOMS):
+    return _naive.vote_neighbours(Y, W, R, q, n_probe, skip)
 
 
 def oracle_vote(neighbours, labels, own, k):
@@ -31,6 +38,7 @@ def test_neighbours_match_the_oracle(dtype):
     W = Y[rng.choice(400, 12, replace=False)]
     R = Y[::3]
     vote = LabelVote(W, R, np.zeros(R.shape[0], dtype=int), 7, 2)
+    vote.n_probe = 4  # fewer than the atoms: the screening at work
     neighbours, settled = vote.neighbours(Y)
     np.testing.assert_array_equal(neighbours, oracle_neighbours(Y, W, R, 7))
     assert np.all(settled == -1)  # no shortcut unless asked for
@@ -44,6 +52,7 @@ def test_points_whose_cells_agree_are_labelled_as_by_the_search():
     labels = (R[:, 0] > 2.0).astype(np.int32)
     labels[:5] = 1  # a few dissenters, so that some cells hold two labels
     vote = LabelVote(W, R, labels, 5, 2)
+    vote.n_probe = 4
     neighbours, settled = vote.neighbours(Y, settle=True)
     assert 0 < np.sum(settled >= 0) < Y.shape[0]
     expected = oracle_vote(oracle_neighbours(Y, W, R, 5), labels, np.full(600, -1), 2)
@@ -71,6 +80,7 @@ def test_a_point_whose_cells_are_empty_probes_further():
     W = np.arange(6, dtype=np.float64)[:, None] * 10.0
     R = np.array([[0.0], [0.5], [1.0]])
     vote = LabelVote(W, R, [0, 1, 1], 2, 2)
+    vote.n_probe = 4
     np.testing.assert_array_equal(vote.neighbours(np.array([[40.0]]))[0], [[2, 1]])
     assert vote.predict(np.array([[40.0]]))[0] == 1
 
@@ -95,11 +105,19 @@ def test_references_end_at_a_fixed_point_of_their_vote():
     W = R[::15]
     model, reference_labels = fit_label_vote(W, R, first, 10, 2)
     np.testing.assert_array_equal(first, before)  # the caller's labels are not rewritten
-    others = oracle_neighbours(R, W, R, 10, skip=np.arange(300))
+    others = oracle_neighbours(R, W, R, 10, skip=np.arange(300), n_probe=model.n_probe)
     again = oracle_vote(others, model.labels, model.labels, 2)
     np.testing.assert_array_equal(again, model.labels)
     assert (model.labels != first).sum() > 50
     np.testing.assert_array_equal(reference_labels, model.predict(R))
+
+
+def test_points_search_as_many_cells_as_hold_the_wanted_candidates():
+    wanted = _config.VOTE_PROBE_ATOMS * _config.VOTE_REFERENCES_PER_ATOM
+    assert probe_count(_config.VOTE_REFERENCES_PER_ATOM * 70, 70) == _config.VOTE_PROBE_ATOMS
+    assert probe_count(10_000, 500) == wanted * 500 // 10_000  # cells of 20 references
+    assert probe_count(7_000, 100) == -(-wanted // 70)  # cells of 70: rounded up
+    assert probe_count(128, 16) == 16  # never more than the atoms
 
 
 def test_labels_join_the_pieces_past_a_stray_group():
@@ -174,12 +192,21 @@ def test_the_vote_starts_from_the_kmeans_labels(moons):
     assert clustering_accuracy(y, voted.labels_) >= clustering_accuracy(y, plain.labels_) - 0.002
 
 
-def test_circles_closer_than_the_atoms_are_parted_by_the_neighbours():
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda **kw: KDSClustering(2, random_state=0, **kw),
+        # three dictionaries' atoms, cells of about 15 points: with 4 cells
+        # a point's 60 candidates joined the circles in the graph
+        lambda **kw: KDSEnsembleClustering(2, n_estimators=3, random_state=0, **kw),
+    ],
+)
+def test_circles_closer_than_the_atoms_are_parted_by_the_neighbours(make):
     # the code graph's atoms are spaced wider than the gap, so its labels
     # join the circles; the references' graph falls into the two circles
     Y, y = make_circles(2000, 0.1, random_state=0)
-    plain = KDSClustering(2, vote_neighbors=None, random_state=0).fit(Y)
-    model = KDSClustering(2, random_state=0).fit(Y)
+    plain = make(vote_neighbors=None).fit(Y)
+    model = make().fit(Y)
     assert clustering_accuracy(y, plain.labels_) < 0.6
     assert clustering_accuracy(y, model.labels_) == 1.0
     np.testing.assert_array_equal(model.predict(Y), model.labels_)
