@@ -299,10 +299,9 @@ def _spectral_labels(graph, n_clusters, seed, n_init):
     from sklearn.cluster import KMeans
     from sklearn.manifold import spectral_embedding
 
-    graph = graph.copy()
-    graph.setdiag(0)
-    graph.eliminate_zeros()
-    graph.data[:] = 1.0
+    edges = graph.tocoo()
+    off = edges.row != edges.col  # no self-loops, as in kneighbors_graph
+    graph = sparse.csr_matrix((np.ones(int(off.sum())), (edges.row[off], edges.col[off])), shape=graph.shape)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "Graph is not fully connected": we know
         embedding = spectral_embedding(
