@@ -433,6 +433,24 @@ def test_file_from_before_the_vote_loads_without_it(moons, tmp_path, cls):
     np.testing.assert_array_equal(loaded.predict(moons), model.predict(moons))
 
 
+def test_file_from_before_the_count_of_cells_searches_four(moons, tmp_path):
+    """A file without ``vote_.attributes`` (written when the vote's search
+    read 4 atoms' cells whatever their size) loads searching 4, as the
+    model that wrote it did; a newer file keeps its own count."""
+    from fastkds import _config
+
+    path = tmp_path / "model.npz"
+    model = KDSClustering(2, n_atoms=12, **FIT).fit(moons)
+    model.vote_.n_probe = 7  # not what the references and atoms give
+    model.save(path)
+    assert fastkds.load(path).vote_.n_probe == 7
+    _rewrite(path, **{"vote_.attributes": None})
+    assert fastkds.load(path).vote_.n_probe == _config.VOTE_PROBE_ATOMS
+    _rewrite(path, **{"vote_.attributes": np.array('{"n_probe": 0}')})
+    with pytest.raises(ValueError, match="n_probe must be at least 1"):
+        fastkds.load(path)
+
+
 def test_vote_entries_that_disagree_with_the_parameter_fail_clearly(moons, tmp_path):
     path = tmp_path / "model.npz"
     KDSClustering(2, n_atoms=12, **FIT).fit(moons).save(path)
