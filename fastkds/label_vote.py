@@ -108,25 +108,30 @@ class LabelVote:
     n_clusters : int
     cells : ndarray of int or None
         Each reference's nearest atom, where already known.
+    n_probe : int or None
+        The atoms whose cells hold a point's candidates (None:
+        :func:`probe_count`'s).
 
     Attributes
     ----------
     atoms, references, labels, n_neighbors, n_clusters
         As given.
     n_probe : int
-        The atoms whose cells hold a point's candidates (:func:`probe_count`).
+        As given, or :func:`probe_count`'s.
     cell_start, cell_refs : ndarray of int64
         ``cell_refs[cell_start[a]:cell_start[a + 1]]``: the references of
         atom ``a``'s cell.
     """
 
-    def __init__(self, atoms, references, labels, n_neighbors, n_clusters, cells=None):
+    def __init__(self, atoms, references, labels, n_neighbors, n_clusters, cells=None, n_probe=None):
         self.atoms = np.ascontiguousarray(atoms)
         self.references = np.ascontiguousarray(references)
         self.labels = np.array(labels, dtype=np.int32)  # a copy: the vote rewrites it
         self.n_neighbors = int(n_neighbors)
         self.n_clusters = int(n_clusters)
-        self.n_probe = probe_count(self.references.shape[0], self.atoms.shape[0])
+        if n_probe is None:
+            n_probe = probe_count(self.references.shape[0], self.atoms.shape[0])
+        self.n_probe = int(n_probe)
         if cells is None:
             cells = _probe(self.references, self.atoms, 1, None)[:, 0]
         self.cell_refs = np.argsort(cells, kind="stable").astype(np.int64)
@@ -241,8 +246,9 @@ def fit_label_vote(atoms, references, labels, n_neighbors, n_clusters, n_jobs=No
     reference_labels : ndarray of int32
         What ``model.predict(references)`` gives, found from the same search.
     """
-    probes = _probe(references, atoms, probe_count(references.shape[0], atoms.shape[0]), n_jobs)
-    model = LabelVote(atoms, references, labels, n_neighbors, n_clusters, cells=probes[:, 0])
+    n_probe = probe_count(references.shape[0], atoms.shape[0])
+    probes = _probe(references, atoms, n_probe, n_jobs)
+    model = LabelVote(atoms, references, labels, n_neighbors, n_clusters, cells=probes[:, 0], n_probe=n_probe)
     q = model.n_neighbors
     # Each reference's q + 1 nearest, itself among them: the first q are
     # predict's neighbours, the q others than itself its graph's edges and
@@ -274,11 +280,12 @@ def fit_label_vote(atoms, references, labels, n_neighbors, n_clusters, n_jobs=No
 
 def _neighbour_graph(nearest):
     """The references' graph: an edge from each to each of its ``nearest``
-    (-1: none), as a CSR matrix of ones (self-loops kept: they join nothing)."""
+    other than itself (-1: none), as a CSR matrix of ones, as
+    scikit-learn's ``kneighbors_graph`` gives."""
     n, width = nearest.shape
     tails = np.repeat(np.arange(n), width)
     heads = nearest.ravel()
-    edge = heads >= 0
+    edge = (heads >= 0) & (heads != tails)
     return sparse.csr_matrix((np.ones(int(edge.sum())), (tails[edge], heads[edge])), shape=(n, n))
 
 
@@ -299,9 +306,6 @@ def _spectral_labels(graph, n_clusters, seed, n_init):
     from sklearn.cluster import KMeans
     from sklearn.manifold import spectral_embedding
 
-    edges = graph.tocoo()
-    off = edges.row != edges.col  # no self-loops, as in kneighbors_graph
-    graph = sparse.csr_matrix((np.ones(int(off.sum())), (edges.row[off], edges.col[off])), shape=graph.shape)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "Graph is not fully connected": we know
         embedding = spectral_embedding(

@@ -37,8 +37,7 @@ def test_neighbours_match_the_oracle(dtype):
     Y = rng.normal(size=(400, 6)).astype(dtype)
     W = Y[rng.choice(400, 12, replace=False)]
     R = Y[::3]
-    vote = LabelVote(W, R, np.zeros(R.shape[0], dtype=int), 7, 2)
-    vote.n_probe = 4  # fewer than the atoms: the screening at work
+    vote = LabelVote(W, R, np.zeros(R.shape[0], dtype=int), 7, 2, n_probe=4)  # fewer than the atoms
     neighbours, settled = vote.neighbours(Y)
     np.testing.assert_array_equal(neighbours, oracle_neighbours(Y, W, R, 7))
     assert np.all(settled == -1)  # no shortcut unless asked for
@@ -51,8 +50,7 @@ def test_points_whose_cells_agree_are_labelled_as_by_the_search():
     R = Y[::2]
     labels = (R[:, 0] > 2.0).astype(np.int32)
     labels[:5] = 1  # a few dissenters, so that some cells hold two labels
-    vote = LabelVote(W, R, labels, 5, 2)
-    vote.n_probe = 4
+    vote = LabelVote(W, R, labels, 5, 2, n_probe=4)
     neighbours, settled = vote.neighbours(Y, settle=True)
     assert 0 < np.sum(settled >= 0) < Y.shape[0]
     expected = oracle_vote(oracle_neighbours(Y, W, R, 5), labels, np.full(600, -1), 2)
@@ -79,8 +77,7 @@ def test_a_point_whose_cells_are_empty_probes_further():
     # all references sit by atom 0; a point by atom 4 must still get neighbours
     W = np.arange(6, dtype=np.float64)[:, None] * 10.0
     R = np.array([[0.0], [0.5], [1.0]])
-    vote = LabelVote(W, R, [0, 1, 1], 2, 2)
-    vote.n_probe = 4
+    vote = LabelVote(W, R, [0, 1, 1], 2, 2, n_probe=4)
     np.testing.assert_array_equal(vote.neighbours(np.array([[40.0]]))[0], [[2, 1]])
     assert vote.predict(np.array([[40.0]]))[0] == 1
 

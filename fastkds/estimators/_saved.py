@@ -115,15 +115,13 @@ def _read_vote(reader, prefix, model, n_features, n_clusters):
     check_array(labels, f"{prefix}labels", "iu", (references.shape[0],))
     require(references.shape[0] > 0, f"{prefix}references is empty")
     require(labels.min() >= 0 and labels.max() < n_clusters, f"{prefix}labels hold labels outside 0..{n_clusters - 1}")
-    vote = LabelVote(model.components_, references, labels, model.vote_neighbors, n_clusters)
     # files written before the count of cells followed the cells' size
     # searched VOTE_PROBE_ATOMS of them: their labels_ came from that search
     n_probe = _config.VOTE_PROBE_ATOMS
     if reader.has(f"{prefix}attributes"):
         n_probe = check_count(reader.json(f"{prefix}attributes", ("n_probe",))["n_probe"], f"{prefix}n_probe")
     require(n_probe >= 1, f"{prefix}n_probe must be at least 1, got {n_probe}")
-    vote.n_probe = n_probe
-    return vote
+    return LabelVote(model.components_, references, labels, model.vote_neighbors, n_clusters, n_probe=n_probe)
 
 
 def _read_spectrum(reader, prefix, embedding):
