@@ -416,6 +416,17 @@ class CudaBuffers:
             )
         return self._thread
 
+    def for_near(self, near):
+        """The buffers of the near atoms' encoder ``near`` (see
+        :attr:`CudaPreparedDictionary.near`), sharing these rows and stream:
+        made on first use, and again when its atom count differs, since one
+        buffer set serves every dictionary of the same shape (the epochs of
+        a fit) and their near atoms differ."""
+        if self.near is None or self.near.n_atoms != near.n_atoms:
+            self.near = CudaBuffers(self.capacity, near.n_atoms, near.n_features, near.dtype, self.n_slots, share=self)
+            self.d_uses_far = cuda.device_array(self.capacity, dtype=np.int32, stream=self.stream)
+        return self.near
+
     def _grow_host(self, nnz):
         """Make room for ``nnz`` CSR entries in the pinned host buffers, with slack."""
         if nnz <= self._nnz_cap:
@@ -564,11 +575,7 @@ class CudaPreparedDictionary:
         chunk_size = max(1, int(chunk_size))
         buffers = CudaBuffers(chunk_size, self.n_atoms, self.n_features, self.dtype, self._slots(chunk_size, n_slots))
         if self.near is not None:
-            near = self.near
-            buffers.near = CudaBuffers(
-                chunk_size, near.n_atoms, near.n_features, near.dtype, near._slots(chunk_size, n_slots), share=buffers
-            )
-            buffers.d_uses_far = cuda.device_array(chunk_size, dtype=np.int32, stream=buffers.stream)
+            buffers.for_near(self.near)
         return buffers
 
     def _slots(self, chunk_size, n_slots):
@@ -596,7 +603,7 @@ class CudaPreparedDictionary:
         if self.near is None or n == 0:
             return
         s = buf.stream
-        self.near._encode_rows(buf.near, n)
+        self.near._encode_rows(buf.for_near(self.near), n)
         _launch(may_use_far_kernel, n, s)(
             buf.d_Y, self.d_atoms, self.d_atoms_ww, self.d_far_index,
             self.screening_ratio, self.screening_slack, n, buf.d_uses_far,

@@ -112,6 +112,32 @@ def test_far_atoms_split_matches_cpu(dtype, kernel):
     np.testing.assert_allclose(obj, obj_cpu, rtol=10 * TOL[dtype], atol=10 * TOL[dtype])
 
 
+def test_far_atoms_on_buffers_of_another_dictionary():
+    """A fit reuses one buffer set for every epoch's dictionary, and only
+    some have far atoms (MNIST-5's later epochs did, and the near atoms'
+    encoder found no buffers): buffers allocated for a dictionary without
+    far atoms, or with another count of them, serve one with them."""
+    rng = np.random.default_rng(7)
+    far = np.array([[40.0, 5.0], [-30.0, 45.0]])
+    Y = np.vstack([rng.normal(size=(4, 2)), far + 0.05])
+    W_plain = rng.normal(size=(12, 2))
+    W_far = np.vstack([W_plain[:10], far])
+    W_one_far = np.vstack([W_plain[:11], far[:1]])
+    plain = gpu.CudaPreparedDictionary(W_plain, 1.0, 10, np.float64, kernel="thread")
+    assert plain.near is None
+    buffers = plain.allocate(3)
+    for W in (W_far, W_one_far):
+        prepared = gpu.CudaPreparedDictionary(W, 1.0, 10, np.float64, kernel="thread")
+        cpu = PreparedDictionary(W, 1.0, 10, np.float64)
+        assert prepared.near is not None
+        X_cpu, obj_cpu = cpu.encode_dense(Y)
+        stats = SufficientStatistics(W.shape[0], 2)
+        gpu.run_epoch_cuda(Y, prepared, 3, stats, buffers)
+        C, obj = gpu.encode_csr_cuda(Y, prepared, 3, return_objective=True, buffers=buffers)
+        np.testing.assert_allclose(C.toarray(), X_cpu, rtol=0, atol=TOL[np.float64])
+        np.testing.assert_allclose(stats.XtX, X_cpu.T @ X_cpu, rtol=0, atol=1e-10)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_codes_do_not_depend_on_launch_configuration(dtype):
     """Fewer threads than points (grid-stride loop, threads beyond the
