@@ -5,12 +5,14 @@ estimator code around them. The CUDA backend is imported lazily, so importing
 fastkds never needs CUDA.
 """
 
+import warnings
+
 from . import _config
 from ._config import default_chunk_size
 from .exceptions import DeviceFallbackWarning, warn
 from ._validation import check_choice
-from .prepared import PreparedDictionary
-from .sources import source_chunks
+from .prepared import PreparedDictionary, concatenate_csr
+from .sources import ChunkSource, source_chunks
 
 DEVICES = ("cpu", "cuda", "auto")
 
@@ -31,6 +33,17 @@ class CpuBackend:
 
     def run_epoch(self, Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None):
         return run_epoch(Y, prepared, chunk_size, stats, buffers, codes_out)
+
+    def encode(self, Y, prepared, chunk_size):
+        """Codes of ``Y`` (an array or a ChunkSource) as one CSR array."""
+        return encode_by_chunks(self, Y, prepared, chunk_size)
+
+
+def encode_by_chunks(backend, Y, prepared, chunk_size):
+    """One pass of ``backend`` keeping each chunk's codes, joined into one CSR array."""
+    parts = []
+    backend.run_epoch(Y, prepared, chunk_size, codes_out=parts)
+    return concatenate_csr(parts, prepared.n_atoms, prepared.dtype)
 
 
 def run_epoch(Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None):
@@ -78,8 +91,6 @@ class CudaBackend:
         return [prepared.allocate(chunk_size) for _ in range(_config.CUDA_BUFFER_SETS)]
 
     def run_epoch(self, Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None):
-        from .sources import ChunkSource
-
         if not isinstance(Y, ChunkSource):
             return self._gpu.run_epoch_cuda(Y, prepared, chunk_size, stats, buffers, codes_out)
         # data read in chunks: each source chunk streams through the GPU in turn
@@ -87,8 +98,27 @@ class CudaBackend:
             self._gpu.run_epoch_cuda(chunk, prepared, chunk_size, stats, buffers, codes_out)
         return stats
 
+    def encode(self, Y, prepared, chunk_size):
+        """Codes of ``Y`` as one CSR array: an array's chunks are written
+        straight into the final arrays (:func:`fastkds.gpu.encode_csr_cuda`),
+        with no per-chunk copies and no join."""
+        if isinstance(Y, ChunkSource):
+            return encode_by_chunks(self, Y, prepared, chunk_size)
+        return self._gpu.encode_csr_cuda(Y, prepared, chunk_size)
+
 
 _CPU_ONLY = "encoder={encoder!r} runs on the CPU only: pass encoder='apg' to encode on the GPU, or device='cpu'"
+
+
+def runs_on_cuda(device):
+    """Whether ``get_backend(device)`` gives the CUDA backend; for
+    ``"auto"`` without a GPU, no second fallback warning (the fit that
+    chose the device gave it)."""
+    if device in ("cpu", "cuda"):
+        return device == "cuda"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeviceFallbackWarning)
+        return get_backend(device).name == "cuda"
 
 
 def get_backend(device, encoder="apg"):

@@ -56,6 +56,12 @@ How threads map to work
   :func:`scan_add_kernel`: tile offsets added), then one thread per row
   writes its ascending column indices and values (:func:`fill_kernel`).
   Integer sums, so any launch gives the same ``indptr``.
+- The neighbours' vote (:func:`vote_kernel`): one point per thread,
+  grid-stride loop, with the per-point lists (atom distances, probed
+  atoms, the q best references) in global arrays, one row per thread
+  ("slot"), as the thread encoder's scratch. The search's helpers are
+  :mod:`fastkds._vote_kernels`' own, so a point's neighbours and label are
+  the CPU's (its distances are summed in the same order, in float64).
 - Sufficient statistics (:func:`stats_partial_kernel`): ``X^T [X | 1 | Y]``
   (m x (m + 1 + d)) in float64. Rows are cut into fixed parts of
   :data:`~fastkds._config.CUDA_STATS_ROWS` rows; one thread per (part, output column)
@@ -71,7 +77,7 @@ import numba
 import numpy as np
 from numba import cuda
 
-from . import _shared_kernels
+from . import _shared_kernels, _vote_kernels
 
 #: The warp encoder keeps a lane's candidate flags in the bits of one int64:
 #: at most 64 atoms per lane, 32 lanes.
@@ -373,6 +379,9 @@ _gram_step = _device(_shared_kernels.gram_step)
 _advance_iterate = _device(_shared_kernels.advance_iterate)
 _objective = _device(_shared_kernels.point_objective)
 _fill_csr_row = _device(_shared_kernels.fill_csr_row)
+_vote_distance = _device(_vote_kernels._sq_distance)
+_vote_insert = _device(_vote_kernels._insert)
+_vote_next_atoms = _device(_vote_kernels._probe_atoms)
 
 
 @cuda.jit(device=True)
@@ -689,3 +698,80 @@ def stats_reduce_kernel(P, n_parts, out):
         for p in range(n_parts):
             acc += P[p, j, c]
         out[j, c] = acc
+
+
+@cuda.jit(cache=True)
+def vote_kernel(Y, n, W, R, cell_start, cell_refs, cell_label, ref_label, atom_dist, probe, best_dist, best_idx, out):
+    """``out[i]``: the label :meth:`fastkds.label_vote.LabelVote.predict`
+    gives row ``i < n`` of ``Y``, by the CPU's search and vote
+    (:func:`fastkds._vote_kernels.nearest_references` with settled points,
+    then :func:`fastkds._vote_kernels.vote` with no own votes).
+
+    ``W`` the atoms, ``R`` the references, ``cell_refs[cell_start[a]:
+    cell_start[a + 1]]`` atom ``a``'s cell, ``cell_label[a]`` the label all
+    of them hold (-1: none or several), ``ref_label`` the references'
+    labels. Scratch, one row per thread: ``atom_dist`` (m), ``probe``
+    (``n_probe`` columns: the probed atoms), ``best_dist`` and ``best_idx``
+    (q columns: the voters).
+    """
+    slot = cuda.grid(1)
+    stride = atom_dist.shape[0]  # one thread per scratch row, the rest idle
+    if slot >= stride:
+        return
+    m = W.shape[0]
+    q = best_idx.shape[1]
+    dist = atom_dist[slot]
+    probed = probe[slot]
+    bd = best_dist[slot]
+    bi = best_idx[slot]
+    for i in range(slot, n, stride):
+        for a in range(m):
+            dist[a] = _vote_distance(Y, i, W, a)
+        _vote_next_atoms(dist, probed)
+        count = 0
+        label = -2  # no reference in the probed cells yet
+        for p in range(probed.shape[0]):
+            a = probed[p]
+            if cell_start[a + 1] > cell_start[a]:
+                count += cell_start[a + 1] - cell_start[a]
+                label = cell_label[a] if label == -2 or label == cell_label[a] else -1
+        if label >= 0:  # every candidate holds one label: that is the vote
+            out[i] = label
+            continue
+        for c in range(q):
+            bd[c] = np.inf
+            bi[c] = -1
+        for p in range(probed.shape[0]):
+            a = probed[p]
+            for t in range(cell_start[a], cell_start[a + 1]):
+                _vote_insert(bd, bi, _vote_distance(Y, i, R, cell_refs[t]), cell_refs[t])
+        # no reference in the probed cells: further atoms, nearest first, up
+        # to the first cell that holds one (dist marks the probed ones)
+        p = probed.shape[0]
+        while count == 0 and p < m:
+            _vote_next_atoms(dist, probed[:1])
+            a = probed[0]
+            for t in range(cell_start[a], cell_start[a + 1]):
+                count += 1
+                _vote_insert(bd, bi, _vote_distance(Y, i, R, cell_refs[t]), cell_refs[t])
+            p += 1
+        # the label most voters hold; a tie to the nearest voter's
+        top = 0
+        for c in range(q):
+            if bi[c] >= 0:
+                held = 0
+                for e in range(q):
+                    if bi[e] >= 0 and ref_label[bi[e]] == ref_label[bi[c]]:
+                        held += 1
+                if held > top:
+                    top = held
+        out[i] = -1
+        for c in range(q):
+            if bi[c] >= 0:
+                held = 0
+                for e in range(q):
+                    if bi[e] >= 0 and ref_label[bi[e]] == ref_label[bi[c]]:
+                        held += 1
+                if held == top:
+                    out[i] = ref_label[bi[c]]
+                    break

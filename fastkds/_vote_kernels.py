@@ -10,6 +10,11 @@ seeding's), computed by one function for every pair, and every choice
 between equal distances goes to the smaller index, so the neighbours of a
 point do not depend on the chunk it comes in, the points beside it or the
 number of threads.
+
+:func:`_sq_distance`, :func:`_insert` and :func:`_probe_atoms` are also
+compiled as device functions of the CUDA vote (:mod:`fastkds._cuda_kernels`),
+so each is a leaf that only indexes the arrays it is given, as the helpers
+of :mod:`fastkds._shared_kernels` are.
 """
 
 import numpy as np
@@ -34,20 +39,14 @@ def _sq_distance(A, i, B, j):
 
 
 @njit(cache=True, nogil=True)
-def _before(d, j, d_slot, j_slot):
-    """Whether candidate ``(d, j)`` goes before a slot's ``(d_slot, j_slot)``
-    (an empty slot has ``j_slot = -1``)."""
-    return j_slot < 0 or d < d_slot or (d == d_slot and j < j_slot)
-
-
-@njit(cache=True, nogil=True)
 def _insert(dist, idx, d, j):
     """Put ``(d, j)`` into the ascending lists ``dist``, ``idx`` (by
-    distance, then index) if it goes before their last entry."""
+    distance, then index; an empty slot has index -1) if it goes before
+    their last entry."""
     p = dist.shape[0] - 1
-    if not _before(d, j, dist[p], idx[p]):
+    if not (idx[p] < 0 or d < dist[p] or (d == dist[p] and j < idx[p])):
         return
-    while p > 0 and _before(d, j, dist[p - 1], idx[p - 1]):
+    while p > 0 and (idx[p - 1] < 0 or d < dist[p - 1] or (d == dist[p - 1] and j < idx[p - 1])):
         dist[p] = dist[p - 1]
         idx[p] = idx[p - 1]
         p -= 1

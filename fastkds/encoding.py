@@ -137,15 +137,17 @@ def encode_prepared(Y, prepared, chunk_size, *, backend=None, stats=None, out=No
     -------
     codes : scipy.sparse.csr_array of shape (n, n_atoms)
     """
-    m = prepared.n_atoms
-    parts = [] if out is None else DiskCodesWriter(out, m, Y.dtype)
+    backend = CpuBackend() if backend is None else backend
+    if out is None and stats is None:
+        return backend.encode(Y, prepared, chunk_size)
+    parts = [] if out is None else DiskCodesWriter(out, prepared.n_atoms, Y.dtype)
     try:
-        (backend or CpuBackend()).run_epoch(Y, prepared, chunk_size, stats, codes_out=parts)
+        backend.run_epoch(Y, prepared, chunk_size, stats, codes_out=parts)
     except BaseException:
         if out is not None:
             parts.abort()  # no half-written files left in the folder
         raise
-    return concatenate_csr(parts, m, Y.dtype) if out is None else parts.close()
+    return concatenate_csr(parts, prepared.n_atoms, Y.dtype) if out is None else parts.close()
 
 
 def chunk_rows(backend, chunk_size, n_features, n_atoms):

@@ -23,6 +23,7 @@ copy on the host). :func:`encode_csr_cuda` keeps ``_config.CUDA_BUFFER_SETS`` se
 while the host places one chunk the GPU encodes the next ones.
 """
 
+import threading
 import warnings
 from collections import deque
 
@@ -47,6 +48,7 @@ from ._cuda_kernels import (
     sqnorm_kernel,
     stats_partial_kernel,
     stats_reduce_kernel,
+    vote_kernel,
     warp_encode_kernel,
 )
 from ._host_copies import copy_flat, place_csr_chunk
@@ -707,12 +709,62 @@ class CudaPreparedDictionary:
         return csr_from_dense(X), obj
 
 
+#: The buffer sets of the last pass that made its own, kept for the next
+#: pass of the same rows, atoms, features and dtype (:func:`_spare_sets`).
+_spare = {"key": None, "sets": []}
+_spare_lock = threading.Lock()
+
+
+def _spare_key(prepared, rows):
+    return (rows, prepared.n_atoms, prepared.n_features, prepared.dtype.str)
+
+
+def _spare_sets(prepared, rows, count):
+    """``count`` buffer sets of ``rows`` rows: the kept ones where they fit,
+    else new ones. Allocating pinned host memory costs about as much as
+    encoding ten million points (docs/gpu.md), so a pass that made its own
+    sets hands them back (:func:`_keep_sets`) for the next call of the same
+    shape. A set is taken out while a pass uses it, so concurrent passes
+    never share one."""
+    key = _spare_key(prepared, rows)
+    with _spare_lock:
+        if _spare["key"] == key and len(_spare["sets"]) >= count:
+            sets, _spare["sets"] = _spare["sets"][:count], _spare["sets"][count:]
+            return sets
+    return [prepared.allocate(rows) for _ in range(count)]
+
+
+def _keep_sets(prepared, rows, sets):
+    """Keep ``sets`` for the next pass of their shape, in place of any other
+    shape's (which are then freed)."""
+    key = _spare_key(prepared, rows)
+    with _spare_lock:
+        if _spare["key"] != key:
+            _spare["key"], _spare["sets"] = key, []
+        _spare["sets"] = (_spare["sets"] + list(sets))[: _config.CUDA_BUFFER_SETS]
+
+
+def release_buffers():
+    """Free the device and pinned host buffers that :func:`encode_csr_cuda`
+    and :func:`run_epoch_cuda` keep between calls (one shape's, at most
+    ``_config.CUDA_BUFFER_SETS`` sets of up to ``_config.CUDA_CHUNK_BUDGET``
+    bytes each), as ``torch.cuda.empty_cache`` frees PyTorch's."""
+    with _spare_lock:
+        _spare["key"], _spare["sets"] = None, []
+
+
+def _buffer_rows(chunk_size, n):
+    """Rows of the buffer sets a pass over ``n`` rows makes for itself."""
+    return min(chunk_size, max(n, 1))
+
+
 def _buffer_sets(buffers, prepared, chunk_size, n):
     """The buffer sets a pass uses: the caller's (one CudaBuffers or a
-    sequence of them), or fresh ones (up to CUDA_BUFFER_SETS, one per chunk)."""
-    rows = min(chunk_size, max(n, 1))
+    sequence of them), or its own (up to CUDA_BUFFER_SETS, one per chunk;
+    see :func:`_spare_sets`)."""
+    rows = _buffer_rows(chunk_size, n)
     if buffers is None:
-        return [prepared.allocate(rows) for _ in range(max(1, min(_config.CUDA_BUFFER_SETS, -(-n // chunk_size))))]
+        return _spare_sets(prepared, rows, max(1, min(_config.CUDA_BUFFER_SETS, -(-n // chunk_size))))
     sets = [buffers] if isinstance(buffers, CudaBuffers) else list(buffers)
     for buf in sets:
         if buf.capacity < rows or buf.dtype != prepared.dtype or buf.n_atoms != prepared.n_atoms:
@@ -744,6 +796,8 @@ def _pipeline(Y, prepared, chunk_size, stats=None, objective=False, buffers=None
     while pending:
         pbuf, pstart, pstop = pending.popleft()
         yield pstart, pstop, pbuf, prepared._collect(pbuf, pstop - pstart, stats)
+    if buffers is None:  # every chunk collected: the sets are free for the next pass
+        _keep_sets(prepared, _buffer_rows(chunk_size, n), sets)
 
 
 def _check_data(Y, prepared):
@@ -936,3 +990,83 @@ def run_epoch_cuda(Y, prepared, chunk_size, stats=None, buffers=None, codes_out=
         stats.s += s
         stats.XtY += XtY
     return stats
+
+
+class CudaLabelVote:
+    """The neighbours' vote of a :class:`fastkds.label_vote.LabelVote` on
+    the GPU: :meth:`predict` gives ``model.predict``'s labels.
+
+    The atoms, references, cells and labels go to the device once; the
+    points then stream through it in chunks, one thread each (see
+    :func:`fastkds._cuda_kernels.vote_kernel`), and only their labels come
+    back.
+
+    Parameters
+    ----------
+    model : fastkds.label_vote.LabelVote
+    budget : int or None
+        Bytes of device memory for a chunk of points and the threads'
+        scratch; by default ``_config.CUDA_CHUNK_BUDGET``.
+    """
+
+    def __init__(self, model, budget=None):
+        require_cuda()
+        self.model = model
+        self.budget = int(_config.CUDA_CHUNK_BUDGET if budget is None else budget)
+        self.stream = cuda.stream()
+        s = self.stream
+        self.d_atoms = cuda.to_device(model.atoms, stream=s)
+        self.d_references = cuda.to_device(model.references, stream=s)
+        self.d_cell_start = cuda.to_device(model.cell_start, stream=s)
+        self.d_cell_refs = cuda.to_device(model.cell_refs, stream=s)
+        self.d_cell_label = cuda.to_device(model.cell_labels(), stream=s)
+        self.d_labels = cuda.to_device(model.labels, stream=s)
+        m = model.atoms.shape[0]
+        n_probe = min(model.n_probe, m)
+        per_slot = 8 * (m + n_probe + 2 * model.n_neighbors)
+        self.n_slots = max(_config.CUDA_THREADS, self.budget // 2 // per_slot)
+        self._scratch = None
+        self._shape = (m, n_probe, model.n_neighbors)
+
+    def predict(self, Y):
+        """Labels of the rows of ``Y``, as ``model.predict(Y)`` gives them.
+
+        Parameters
+        ----------
+        Y : ndarray of shape (n_samples, n_features)
+            Validated data (the features of the model's atoms).
+
+        Returns
+        -------
+        labels : ndarray of int32, shape (n_samples,)
+        """
+        Y = np.ascontiguousarray(Y)
+        n = Y.shape[0]
+        out = np.empty(n, dtype=np.int32)
+        if n == 0:
+            return out
+        rows = max(1, min(n, self.budget // 2 // (Y.shape[1] * Y.itemsize + 4)))
+        slots = min(self.n_slots, rows)
+        if self._scratch is None or self._scratch[0].shape[0] < slots:
+            m, n_probe, q = self._shape
+            self._scratch = (
+                cuda.device_array((slots, m), dtype=np.float64, stream=self.stream),
+                cuda.device_array((slots, n_probe), dtype=np.int64, stream=self.stream),
+                cuda.device_array((slots, q), dtype=np.float64, stream=self.stream),
+                cuda.device_array((slots, q), dtype=np.int64, stream=self.stream),
+            )
+        atom_dist, probe, best_dist, best_idx = (a[:slots] for a in self._scratch)
+        s = self.stream
+        d_out = cuda.device_array(rows, dtype=np.int32, stream=s)
+        for start, stop in iter_chunks(n, rows):
+            k = stop - start
+            d_Y = cuda.to_device(Y[start:stop], stream=s)
+            tpb = min(_config.CUDA_THREADS, -(-min(k, slots) // 32) * 32)
+            blocks = -(-min(k, slots) // tpb)
+            _configured(vote_kernel, blocks, tpb, s)(
+                d_Y, k, self.d_atoms, self.d_references, self.d_cell_start, self.d_cell_refs,
+                self.d_cell_label, self.d_labels, atom_dist, probe, best_dist, best_idx, d_out,
+            )  # fmt: skip
+            d_out[:k].copy_to_host(out[start:stop], stream=s)
+            s.synchronize()  # the chunk's device copy and labels are then free
+        return out

@@ -475,3 +475,59 @@ def test_sparse_encode_device_cuda_matches_cpu():
     np.testing.assert_array_equal(a.indptr, b.indptr)
     np.testing.assert_array_equal(a.indices, b.indices)
     np.testing.assert_allclose(a.data, b.data, atol=1e-10)
+
+
+def test_passes_keep_their_buffers_for_the_next_call():
+    """A pass that made its own buffer sets keeps them for the next call of
+    the same shape (pinned memory is slow to allocate), takes them out while
+    it runs, and gives the same codes; release_buffers frees them."""
+    Y, W = make_problem(3, 40, 3, 5)
+    gpu.release_buffers()
+    first = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=8, device="cuda", chunk_size=16)
+    kept = list(gpu._spare["sets"])
+    assert len(kept) == _config.CUDA_BUFFER_SETS and all(b.capacity == 16 for b in kept)
+    prepared = gpu.CudaPreparedDictionary(W, 0.5, 8, np.float64)
+    taken = gpu._spare_sets(prepared, 16, 2)
+    assert taken == kept[:2] and gpu._spare["sets"] == kept[2:]  # out of the pool while in use
+    gpu._keep_sets(prepared, 16, taken)
+    again = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=8, device="cuda", chunk_size=16)
+    assert {id(b) for b in gpu._spare["sets"]} == {id(b) for b in kept}
+    np.testing.assert_array_equal(again.indices, first.indices)
+    np.testing.assert_array_equal(again.data, first.data)
+    fastkds.sparse_encode(Y, W, lam=0.5, n_iter=8, device="cuda", chunk_size=8)  # another shape replaces them
+    assert all(b.capacity == 8 for b in gpu._spare["sets"])
+    gpu.release_buffers()
+    assert gpu._spare["sets"] == []
+
+
+# --------------------------------------------------------------------------
+# the neighbours' vote
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_vote_on_cuda_matches_cpu(dtype):
+    """CudaLabelVote.predict gives LabelVote.predict's labels: points whose
+    probed cells hold one label (settled), points that search, a point
+    whose probed cells are empty (it probes further), fewer candidates than
+    voters, in chunks smaller than the data and with fewer threads."""
+    from fastkds.estimators._base import predict_by_vote
+    from fastkds.label_vote import LabelVote
+
+    rng = np.random.default_rng(5)
+    W = rng.normal(size=(6, 2)) * 2
+    R = (W[rng.integers(0, 5, 30)] + rng.normal(size=(30, 2)) * 0.6).astype(dtype)  # atom 5's cell empty
+    labels = (R[:, 0] > 0).astype(np.int32)
+    Y = np.vstack([rng.normal(size=(24, 2)) * 2, W[5:] + 0.01]).astype(dtype)
+    for q, n_probe in ((3, 2), (7, 1), (40, 3)):
+        model = LabelVote(W, R, labels, q, 2, n_probe=n_probe)
+        expected = model.predict(Y)
+        budget = 64 * (Y.shape[1] * Y.itemsize + 4) * 2  # chunks of 64 rows
+        np.testing.assert_array_equal(gpu.CudaLabelVote(model).predict(Y), expected)
+        np.testing.assert_array_equal(gpu.CudaLabelVote(model, budget=budget // 8).predict(Y), expected)
+    neighbours, settled = model.neighbours(Y, settle=True)
+    assert (settled >= 0).any() and (settled < 0).any()
+    assert model.cell_start[6] == model.cell_start[5]  # the last point's own cell is empty
+    assert len(set(model.predict(Y))) == 2
+    np.testing.assert_array_equal(predict_by_vote(model, Y, None, "cuda"), model.predict(Y))
+    assert gpu.CudaLabelVote(model).predict(Y[:0]).shape == (0,)

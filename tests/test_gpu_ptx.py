@@ -31,7 +31,7 @@ from fastkds import _cuda_kernels  # noqa: E402
 def signatures(dt):
     A1, A2 = types.Array(dt, 1, "C"), types.Array(dt, 2, "C")
     I1, I2 = types.Array(types.int32, 1, "C"), types.Array(types.int32, 2, "C")
-    L1 = types.Array(types.int64, 1, "C")
+    L1, L2 = types.Array(types.int64, 1, "C"), types.Array(types.int64, 2, "C")
     F2, F3 = types.Array(types.float64, 2, "C"), types.Array(types.float64, 3, "C")
     i64 = types.int64
     scratch = (A2,) * 5 + (I2,) * 3
@@ -48,6 +48,7 @@ def signatures(dt):
         "scan_add_kernel": (I1, i64, i64, L1),
         "stats_partial_kernel": (L1, I1, A1, A2, i64, i64, F3),
         "stats_reduce_kernel": (F3, i64, F2),
+        "vote_kernel": (A2, i64, A2, A2, L1, L1, L1, I1, F2, L2, F2, L2, I1),
     }
 
 
@@ -57,8 +58,9 @@ def kernel(name, dtype):
     return getattr(_cuda_kernels, name).py_func
 
 
-#: Kernels whose arithmetic is float64 by design (the statistics accumulate in it).
-FLOAT64_BY_DESIGN = {"stats_partial_kernel", "stats_reduce_kernel"}
+#: Kernels whose arithmetic is float64 by design (the statistics accumulate in
+#: it; the vote measures distances in it, as the CPU's does).
+FLOAT64_BY_DESIGN = {"stats_partial_kernel", "stats_reduce_kernel", "vote_kernel"}
 
 #: Kernels with no floating-point arithmetic at all.
 INTEGER_ONLY = {"scan_tiles_kernel", "scan_offsets_kernel", "scan_add_kernel"}

@@ -11,6 +11,7 @@ from sklearn.utils._set_output import _get_output_config
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import _config, _dask, persistence
+from .._backends import runs_on_cuda
 from .._validation import (
     FLOAT_DTYPES,
     check_nonneg_float,
@@ -220,7 +221,7 @@ def take_rows(Y, indices):
     return Y.take(indices) if isinstance(Y, ChunkSource) else Y[indices]
 
 
-def fit_vote(results, Y, atoms, kmeans, embed, n_neighbors, n_clusters, rng, n_jobs):
+def fit_vote(results, Y, atoms, kmeans, embed, n_neighbors, n_clusters, rng, n_jobs, device="cpu"):
     """The neighbours' vote of a clusterer's fit (:mod:`fastkds.label_vote`):
     fit it, and write every point's label into ``results``.
 
@@ -242,6 +243,9 @@ def fit_vote(results, Y, atoms, kmeans, embed, n_neighbors, n_clusters, rng, n_j
     rng : numpy.random.RandomState
         Draws the references where they are a sample.
     n_jobs : int or None
+    device : {"cpu", "cuda", "auto"}, default="cpu"
+        Where the points not among the references are labelled (see
+        :func:`vote_labeller`).
 
     Returns
     -------
@@ -261,14 +265,26 @@ def fit_vote(results, Y, atoms, kmeans, embed, n_neighbors, n_clusters, rng, n_j
     elif dask:
         results.vote(label_vote)
     else:
-        chunks = source_chunks(Y, _config.LABEL_CHUNK)
-        results.write_labels(label_vote.predict(chunk, n_jobs) for _, chunk in chunks)
+        label = vote_labeller(label_vote, device, n_jobs)
+        results.write_labels(label(chunk) for _, chunk in source_chunks(Y, _config.LABEL_CHUNK))
     return label_vote
 
 
-def predict_by_vote(label_vote, Y, n_jobs):
-    """Labels of validated ``Y`` (an array or a :class:`ChunkSource`) by ``label_vote``."""
-    parts = [label_vote.predict(chunk, n_jobs) for _, chunk in source_chunks(Y, _config.LABEL_CHUNK)]
+def vote_labeller(label_vote, device, n_jobs):
+    """``rows -> labels`` by ``label_vote``: on the GPU where ``device``
+    runs the kernels there (:class:`fastkds.gpu.CudaLabelVote`, the same
+    labels), else on ``n_jobs`` CPU threads."""
+    if runs_on_cuda(device):
+        from .. import gpu
+
+        return gpu.CudaLabelVote(label_vote).predict
+    return lambda rows: label_vote.predict(rows, n_jobs)
+
+
+def predict_by_vote(label_vote, Y, n_jobs, device="cpu"):
+    """Labels of validated ``Y`` (an array or a :class:`ChunkSource`) by ``label_vote``, on ``device``."""
+    label = vote_labeller(label_vote, device, n_jobs)
+    parts = [label(chunk) for _, chunk in source_chunks(Y, _config.LABEL_CHUNK)]
     return np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)
 
 

@@ -306,7 +306,7 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
                     return _embedding(spectrum, fitted_encoder(kds).encode(rows), n_clusters)
 
                 label_vote = fit_vote(
-                    results, Y, kds.components_, kmeans, embed, vote_neighbors, n_clusters, rng, n_jobs
+                    results, Y, kds.components_, kmeans, embed, vote_neighbors, n_clusters, rng, n_jobs, self.device
                 )
                 timings["vote"] = time.perf_counter() - t0
             labels, embedding = results.commit()
@@ -355,7 +355,8 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         if _dask.is_dask_array(X):
             return _dask.predict_clustering(self, X)
         if self.vote_ is not None:
-            return predict_by_vote(self.vote_, check_input(self, X, reset=False), check_n_jobs(self.n_jobs))
+            Y = check_input(self, X, reset=False)
+            return predict_by_vote(self.vote_, Y, check_n_jobs(self.n_jobs), self.device)
         return self.kmeans_.predict(self.transform(X))
 
     # -- model files (fastkds.persistence) --------------------------------------
