@@ -149,7 +149,9 @@ def require_cuda():
 #: sized to their work (a chunk's scan tiles, one block per reduction), so a
 #: small grid is intended, and the warning would reach the user's console
 #: dozens of times a fit.
-_LOW_OCCUPANCY = r"Grid size \d+ will likely result in GPU under-utilization"
+#: numba-cuda 0.30 may wrap the text in a terminal's bold codes (seen on an
+#: H200): the filter matches it anywhere in the message.
+_LOW_OCCUPANCY = r".*Grid size \d+ will likely result in GPU under-utilization"
 
 
 def _configured(kernel, blocks, threads, stream):

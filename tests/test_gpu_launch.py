@@ -39,6 +39,24 @@ def test_configured_kernels_do_not_warn():
         StandInKernel()[3, 32, 0]
 
 
+class HighlightedStandIn:
+    """Configured as numba-cuda 0.30.4 configures a kernel on an H200: its
+    warning's text in a terminal's bold codes."""
+
+    def __getitem__(self, config):
+        warnings.warn(
+            f"\x1b[1mGrid size {config[0]} will likely result in GPU under-utilization due to low occupancy.\x1b[0m",
+            RuntimeWarning,
+        )
+        return config
+
+
+def test_highlighted_warning_is_left_out_too():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert gpu._configured(HighlightedStandIn(), 3, 32, 0) == (3, 32, 0)
+
+
 def test_every_launch_goes_through_configured():
     # a launch is a call of a subscript, kernel[grid, block, stream](...);
     # only _configured may subscript a kernel
