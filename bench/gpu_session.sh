@@ -8,7 +8,8 @@
 # to $OUT (the device tool's output folder) or ./gpu_session_out. Each step
 # has its own time limit, so one that hangs leaves time for the others.
 #
-#   [DATA=dir-holding-mnist] [OLD=old-checkout] [WHEELS=dir] PYTHONPATH=. bash bench/gpu_session.sh
+#   [DATA=dir-holding-mnist] [OLD=old-checkout] [WHEELS=dir] [E2E_ARGS=...] [TESTS=...] \
+#     PYTHONPATH=. bash bench/gpu_session.sh
 #
 # numba-cuda 0.30 and earlier cannot compile kernels under NumPy >= 2.5
 # (docs/gpu.md); where the machine has such a pair, WHEELS names a folder of
@@ -36,8 +37,9 @@ $PY -c "import numpy; from fastkds import gpu; print('numpy', numpy.__version__,
 DATA_ARGS=()
 [ -n "${DATA:-}" ] && DATA_ARGS=(--data "$DATA")
 timeout "${E2E_TIMEOUT:-240}" $PY bench/gpu_end_to_end.py "${DATA_ARGS[@]}" ${E2E_ARGS:-} 2>&1 | tee "$OUT/end_to_end.log"
-timeout "${TEST_TIMEOUT:-170}" $PY -m pytest -q -p no:cacheprovider -p no:randomly --durations=5 \
-  tests/test_gpu.py tests/test_gpu_ptx.py tests/test_gpu_import.py tests/test_gpu_launch.py 2>&1 | tee "$OUT/tests.log"
+TESTS=${TESTS:-tests/test_gpu.py tests/test_gpu_ptx.py tests/test_gpu_import.py tests/test_gpu_launch.py}
+timeout "${TEST_TIMEOUT:-170}" $PY -m pytest -q -p no:cacheprovider -p no:randomly --durations=5 $TESTS 2>&1 \
+  | tee "$OUT/tests.log"
 if [ -n "${OLD:-}" ]; then
   # the same sections on the other checkout's package (the benchmark file is this one's)
   PYTHONPATH="$OLD:${PYTHONPATH#.:}" timeout "${OLD_TIMEOUT:-150}" $PY bench/gpu_end_to_end.py --only api fit 2>&1 \
