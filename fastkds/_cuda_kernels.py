@@ -60,8 +60,9 @@ How threads map to work
   grid-stride loop, with the per-point lists (atom distances, probed
   atoms, the q best references) in global arrays, one row per thread
   ("slot"), as the thread encoder's scratch. The search's helpers are
-  :mod:`fastkds._vote_kernels`' own, so a point's neighbours and label are
-  the CPU's (its distances are summed in the same order, in float64).
+  :mod:`fastkds._vote_kernels`' own (distances in float64 from the
+  differences, ties to the smaller index), so a point's neighbours and
+  label are the CPU's up to the rounding of distances within an ulp.
 - Sufficient statistics (:func:`stats_partial_kernel`): ``X^T [X | 1 | Y]``
   (m x (m + 1 + d)) in float64. Rows are cut into fixed parts of
   :data:`~fastkds._config.CUDA_STATS_ROWS` rows; one thread per (part, output column)
@@ -755,8 +756,10 @@ def vote_kernel(Y, n, W, R, cell_start, cell_refs, cell_label, ref_label, atom_d
                 count += 1
                 _vote_insert(bd, bi, _vote_distance(Y, i, R, cell_refs[t]), cell_refs[t])
             p += 1
-        # the label most voters hold; a tie to the nearest voter's
+        # the label most voters hold, a tie to the nearest voter's: voters
+        # come nearest first, so the first to reach the most votes wins
         top = 0
+        out[i] = -1
         for c in range(q):
             if bi[c] >= 0:
                 held = 0
@@ -765,13 +768,4 @@ def vote_kernel(Y, n, W, R, cell_start, cell_refs, cell_label, ref_label, atom_d
                         held += 1
                 if held > top:
                     top = held
-        out[i] = -1
-        for c in range(q):
-            if bi[c] >= 0:
-                held = 0
-                for e in range(q):
-                    if bi[e] >= 0 and ref_label[bi[e]] == ref_label[bi[c]]:
-                        held += 1
-                if held == top:
                     out[i] = ref_label[bi[c]]
-                    break

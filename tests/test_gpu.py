@@ -519,7 +519,7 @@ def test_vote_on_cuda_matches_cpu(dtype):
     R = (W[rng.integers(0, 5, 30)] + rng.normal(size=(30, 2)) * 0.6).astype(dtype)  # atom 5's cell empty
     labels = (R[:, 0] > 0).astype(np.int32)
     Y = np.vstack([rng.normal(size=(24, 2)) * 2, W[5:] + 0.01]).astype(dtype)
-    for q, n_probe in ((3, 2), (7, 1), (40, 3)):
+    for q, n_probe in ((3, 2), (4, 2), (7, 1), (40, 3)):  # q = 4: ties
         model = LabelVote(W, R, labels, q, 2, n_probe=n_probe)
         expected = model.predict(Y)
         budget = 64 * (Y.shape[1] * Y.itemsize + 4) * 2  # chunks of 64 rows
