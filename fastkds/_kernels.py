@@ -990,3 +990,34 @@ def seeding_distances(Y, candidates, closest, D, block_sums):
                 v = min(acc, closest[i])
                 D[i, j] = v
                 block_sums[blk, j] += v
+
+
+@njit(cache=True, nogil=True)
+def first_distinct(values, size):
+    """The first ``size`` distinct entries of ``values`` (non-negative
+    integers), in the order they come; fewer when there are not as many.
+
+    An open-addressing hash set of twice ``len(values)`` slots: time and
+    memory linear in ``len(values)``, where ``np.unique(values,
+    return_index=True)`` sorts them (:func:`fastkds._naive.first_distinct`,
+    the twin, gives the same entries).
+    """
+    cap = 1
+    while cap < 2 * values.shape[0]:
+        cap *= 2
+    mask = cap - 1
+    table = np.full(cap, -1, dtype=np.int64)
+    out = np.empty(min(size, values.shape[0]), dtype=np.int64)
+    k = 0
+    for v in values:
+        if k == out.shape[0]:
+            break
+        # Fibonacci hashing: the product's high bits spread nearby integers
+        slot = np.int64((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)) & mask
+        while table[slot] != -1 and table[slot] != v:
+            slot = (slot + 1) & mask
+        if table[slot] == -1:
+            table[slot] = v
+            out[k] = v
+            k += 1
+    return out[:k]

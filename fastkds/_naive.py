@@ -295,3 +295,11 @@ def vote(neighbours, labels, own, n_clusters):
         tied = [labels[j] for j in row[row >= 0] if counts[labels[j]] == counts.max()]
         out[i] = tied[0] if tied else own[i]
     return out
+
+
+def first_distinct(values, size):
+    """The first ``size`` distinct entries of ``values``, in the order they
+    come (fewer when there are not as many), by sorting: the twin of
+    ``_kernels.first_distinct``."""
+    _, first = np.unique(values, return_index=True)
+    return values[np.sort(first)[:size]]

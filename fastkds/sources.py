@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 import scipy.sparse as sp
 
+from ._kernels import first_distinct
 from .diskcodes import NpyRows
 
 
@@ -95,9 +96,9 @@ def random_rows(rng, n, size):
     n_blocks = -(-(size + size // 2 + 16) // _DRAW_BLOCK)
     draws = np.concatenate([generator.integers(0, n, size=_DRAW_BLOCK) for _ in range(n_blocks)])
     while True:
-        values, first = np.unique(draws, return_index=True)
-        if values.shape[0] >= size:
-            return draws[np.sort(first)[:size]]
+        sample = first_distinct(draws, size)
+        if sample.shape[0] == size:
+            return sample
         draws = np.r_[draws, generator.integers(0, n, size=_DRAW_BLOCK)]
 
 

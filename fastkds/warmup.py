@@ -36,6 +36,7 @@ def warmup(dtypes=(np.float64, np.float32)):
     from .encoding import project_simplex, sparse_encode
     from .prepared import PreparedDictionary, csr_from_dense
     from .estimators import KDS, KDSClustering
+    from .sources import random_rows
 
     # Each call below reaches kernels no other call does (tests/test_warmup.py
     # names every kernel Python code calls and checks each gets a signature):
@@ -44,8 +45,9 @@ def warmup(dtypes=(np.float64, np.float32)):
     # dense codes and their CSR assembly (slots_to_dense, fill_csr); the
     # exact solver with few features (lockstep encoder, statistics, k-means++
     # seeding) and the clusterer's neighbours' vote; the unrolled solver
-    # (unrolled_batch, adam_update).
+    # (unrolled_batch, adam_update); a sample of rows of many (first_distinct).
     t0 = time.perf_counter()
+    random_rows(np.random.RandomState(0), 1000, 10)
     rng = np.random.default_rng(0)
     Y = rng.normal(size=(64, 2))
     # past the lockstep encoder's few features, and past SMALL_D (BLAS products)

@@ -25,7 +25,6 @@ LAYERS = {
     "_naive": 0,
     "_validation": 1,
     "datasets": 1,
-    "sources": 1,
     # compiled code
     "_shared_kernels": 2,
     "_kernels": 2,
@@ -34,6 +33,8 @@ LAYERS = {
     "_cuda_kernels": 2,
     "_host_copies": 2,
     "_vote_kernels": 2,
+    # data read chunk by chunk, and random rows (a kernel draws them)
+    "sources": 2,
     # where the kernels run
     "prepared": 3,
     "gpu": 3,

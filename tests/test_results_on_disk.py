@@ -196,3 +196,16 @@ def test_random_rows_of_a_smaller_size_are_a_prefix():
     large = random_rows(np.random.RandomState(7), 10**7, 200_000)
     small = random_rows(np.random.RandomState(7), 10**7, 20_000)
     np.testing.assert_array_equal(small, large[:20_000])
+
+
+@pytest.mark.parametrize("n, length, size", [(5, 40, 3), (5, 40, 9), (10**6, 3000, 2500), (2**40, 500, 500), (3, 0, 2)])
+def test_first_distinct_matches_its_numpy_twin(n, length, size):
+    # random_rows' sample: the first `size` distinct draws in order, by a
+    # hash set, against np.unique's (sorting) answer; with many repeats
+    # (n = 5), with fewer distinct values than asked for, and with none
+    from fastkds import _kernels, _naive
+
+    values = np.random.default_rng(length).integers(0, n, size=length)
+    got = _kernels.first_distinct(values, size)
+    np.testing.assert_array_equal(got, _naive.first_distinct(values, size))
+    assert got.shape[0] == min(size, np.unique(values).shape[0])

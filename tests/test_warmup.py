@@ -91,6 +91,8 @@ ENTRY_POINTS = {
     "_vote_kernels.probe_atoms": ("float32", "float64"),
     "_vote_kernels.nearest_references": ("float32", "float64"),
     "_vote_kernels.vote": ("integers",),
+    # a sample of rows (fastkds.sources.random_rows)
+    "_kernels.first_distinct": ("integers",),
 }
 
 _KERNEL_MODULES = ("_kernels", "_active_set", "_unrolled_kernels", "_vote_kernels")
