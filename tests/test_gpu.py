@@ -477,25 +477,27 @@ def test_sparse_encode_device_cuda_matches_cpu():
     np.testing.assert_allclose(a.data, b.data, atol=1e-10)
 
 
-def test_passes_keep_their_buffers_for_the_next_call():
+def test_passes_keep_their_buffers_for_the_next_call(monkeypatch):
     """A pass that made its own buffer sets keeps them for the next call of
     the same shape (pinned memory is slow to allocate), takes them out while
     it runs, and gives the same codes; release_buffers frees them."""
-    Y, W = make_problem(3, 40, 3, 5)
+    if gpu.in_simulator():  # the thread encoder, to keep the simulator quick
+        monkeypatch.setattr(_config, "CUDA_WARP_MIN_ATOMS", 10**9)
+    Y, W = make_problem(3, 12, 3, 5)
     gpu.release_buffers()
-    first = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=8, device="cuda", chunk_size=16)
+    first = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=8, device="cuda", chunk_size=4)
     kept = list(gpu._spare["sets"])
-    assert len(kept) == _config.CUDA_BUFFER_SETS and all(b.capacity == 16 for b in kept)
+    assert len(kept) == _config.CUDA_BUFFER_SETS and all(b.capacity == 4 for b in kept)
     prepared = gpu.CudaPreparedDictionary(W, 0.5, 8, np.float64)
-    taken = gpu._spare_sets(prepared, 16, 2)
+    taken = gpu._spare_sets(prepared, 4, 2)
     assert taken == kept[:2] and gpu._spare["sets"] == kept[2:]  # out of the pool while in use
-    gpu._keep_sets(prepared, 16, taken)
-    again = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=8, device="cuda", chunk_size=16)
+    gpu._keep_sets(prepared, 4, taken)
+    again = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=8, device="cuda", chunk_size=4)
     assert {id(b) for b in gpu._spare["sets"]} == {id(b) for b in kept}
     np.testing.assert_array_equal(again.indices, first.indices)
     np.testing.assert_array_equal(again.data, first.data)
-    fastkds.sparse_encode(Y, W, lam=0.5, n_iter=8, device="cuda", chunk_size=8)  # another shape replaces them
-    assert all(b.capacity == 8 for b in gpu._spare["sets"])
+    fastkds.sparse_encode(Y, W, lam=0.5, n_iter=8, device="cuda", chunk_size=6)  # another shape replaces them
+    assert all(b.capacity == 6 for b in gpu._spare["sets"])
     gpu.release_buffers()
     assert gpu._spare["sets"] == []
 
