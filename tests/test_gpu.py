@@ -468,7 +468,9 @@ def test_kds_fit_on_cuda_matches_cpu(monkeypatch):
     np.testing.assert_allclose(a.toarray(), b.toarray(), atol=1e-10)
 
 
-def test_sparse_encode_device_cuda_matches_cpu():
+def test_sparse_encode_device_cuda_matches_cpu(monkeypatch):
+    if gpu.in_simulator():  # the thread encoder, to keep the simulator quick (36 s with the warp one)
+        monkeypatch.setattr(_config, "CUDA_WARP_MIN_ATOMS", 10**9)
     Y, W = make_problem(3, 40, 3, 5)
     a = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=8, device="cuda")
     b = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=8, device="cpu")
