@@ -34,15 +34,16 @@ class CpuBackend:
     def run_epoch(self, Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None):
         return run_epoch(Y, prepared, chunk_size, stats, buffers, codes_out)
 
-    def encode(self, Y, prepared, chunk_size):
-        """Codes of ``Y`` (an array or a ChunkSource) as one CSR array."""
-        return encode_by_chunks(self, Y, prepared, chunk_size)
+    def encode(self, Y, prepared, chunk_size, stats=None):
+        """Codes of ``Y`` (an array or a ChunkSource) as one CSR array; each
+        chunk's statistics added to ``stats`` when given."""
+        return encode_by_chunks(self, Y, prepared, chunk_size, stats)
 
 
-def encode_by_chunks(backend, Y, prepared, chunk_size):
+def encode_by_chunks(backend, Y, prepared, chunk_size, stats=None):
     """One pass of ``backend`` keeping each chunk's codes, joined into one CSR array."""
     parts = []
-    backend.run_epoch(Y, prepared, chunk_size, codes_out=parts)
+    backend.run_epoch(Y, prepared, chunk_size, stats, codes_out=parts)
     return concatenate_csr(parts, prepared.n_atoms, prepared.dtype)
 
 
@@ -98,12 +99,13 @@ class CudaBackend:
             self._gpu.run_epoch_cuda(chunk, prepared, chunk_size, stats, buffers, codes_out)
         return stats
 
-    def encode(self, Y, prepared, chunk_size):
-        """Codes of ``Y`` as one CSR array: an array's chunks are written
-        straight into the final arrays (:func:`fastkds.gpu.encode_csr_cuda`),
-        with no per-chunk copies and no join."""
-        if isinstance(Y, ChunkSource):
-            return encode_by_chunks(self, Y, prepared, chunk_size)
+    def encode(self, Y, prepared, chunk_size, stats=None):
+        """Codes of ``Y`` as one CSR array: without ``stats``, an array's
+        chunks are written straight into the final arrays
+        (:func:`fastkds.gpu.encode_csr_cuda`), with no per-chunk copies and
+        no join."""
+        if isinstance(Y, ChunkSource) or stats is not None:
+            return encode_by_chunks(self, Y, prepared, chunk_size, stats)
         return self._gpu.encode_csr_cuda(Y, prepared, chunk_size)
 
 

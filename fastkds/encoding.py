@@ -17,7 +17,7 @@ from ._backends import CpuBackend, get_backend
 from ._config import numba_threads
 from .diskcodes import DiskCodesWriter
 from ._validation import check_data, check_dictionary, check_n_jobs, check_nonneg_float, check_positive_int
-from .prepared import check_encoder, check_step, concatenate_csr, typed_constants
+from .prepared import check_encoder, check_step, typed_constants
 
 
 def project_simplex(V, *, method="michelot", n_jobs=None):
@@ -138,16 +138,15 @@ def encode_prepared(Y, prepared, chunk_size, *, backend=None, stats=None, out=No
     codes : scipy.sparse.csr_array of shape (n, n_atoms)
     """
     backend = CpuBackend() if backend is None else backend
-    if out is None and stats is None:
-        return backend.encode(Y, prepared, chunk_size)
-    parts = [] if out is None else DiskCodesWriter(out, prepared.n_atoms, Y.dtype)
+    if out is None:
+        return backend.encode(Y, prepared, chunk_size, stats)
+    writer = DiskCodesWriter(out, prepared.n_atoms, Y.dtype)
     try:
-        backend.run_epoch(Y, prepared, chunk_size, stats, codes_out=parts)
+        backend.run_epoch(Y, prepared, chunk_size, stats, codes_out=writer)
     except BaseException:
-        if out is not None:
-            parts.abort()  # no half-written files left in the folder
+        writer.abort()  # no half-written files left in the folder
         raise
-    return concatenate_csr(parts, prepared.n_atoms, Y.dtype) if out is None else parts.close()
+    return writer.close()
 
 
 def chunk_rows(backend, chunk_size, n_features, n_atoms):
