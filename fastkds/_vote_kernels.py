@@ -9,7 +9,10 @@ squared differences in float64 (no cancellation, as the k-means++
 seeding's), computed by one function for every pair, and every choice
 between equal distances goes to the smaller index, so the neighbours of a
 point do not depend on the chunk it comes in, the points beside it or the
-number of threads.
+number of threads. With many features, BLAS products first screen out the
+pairs that cannot be among the nearest, by a bound on their rounding
+error (:func:`search_screened`), and only the others are summed: the
+same neighbours, for a fraction of the work.
 
 :func:`_sq_distance`, :func:`_insert` and :func:`_probe_atoms` are also
 compiled as device functions of the CUDA vote (:mod:`fastkds._cuda_kernels`),
@@ -24,7 +27,7 @@ from numba import njit, prange
 BLOCK = 256
 
 #: Up to this many features a point reads its candidates itself; past it,
-#: the points of a group share each reference's read (:func:`nearest_references`).
+#: BLAS products screen the distances (:func:`nearest_references`, :func:`probe_atoms`).
 FEW_FEATURES = 32
 
 
@@ -89,11 +92,40 @@ def _search_one(Y, i, W, R, cell_start, cell_refs, n_probe, best_dist, best_idx)
             _insert(best_dist, best_idx, _sq_distance(Y, i, R, cell_refs[t]), cell_refs[t])
 
 
-@njit(parallel=True, cache=True)
+#: Fewest references per cell, on average, for which :func:`nearest_references`
+#: screens the distances by BLAS products: a product with fewer columns
+#: costs more in gathering its points than it saves (docs/algorithm.md,
+#: "The neighbours' vote").
+SCREEN_MIN_REFS = 9
+
+#: Formed distances held at once by :func:`search_screened` (8 bytes
+#: each): the searching points are taken in blocks of about this many
+#: candidates.
+SCREEN_SLOTS = 1 << 22
+
+#: The float64 unit roundoff, the unit of the screening's error bound.
+_UNIT_ROUNDOFF = 2.0**-53
+
+
 def probe_atoms(Y, W, probes):
     """``probes[i]``: the ``probes.shape[1]`` atoms nearest ``Y[i]``,
     nearest first (ties: smaller index), whose cells
-    :func:`nearest_references` searches."""
+    :func:`nearest_references` searches.
+
+    With more than :data:`FEW_FEATURES` features the distances are screened
+    by BLAS products first (:func:`probe_atoms_screened`); the probes are
+    the same either way.
+    """
+    # two parallel kernels, not one with a branch: each compiles only when used
+    if Y.shape[1] <= FEW_FEATURES:
+        probe_atoms_direct(Y, W, probes)
+    else:
+        probe_atoms_screened(Y, W, probes)
+
+
+@njit(parallel=True, cache=True)
+def probe_atoms_direct(Y, W, probes):
+    """:func:`probe_atoms` by direct sums alone."""
     n = Y.shape[0]
     m = W.shape[0]
     for blk in prange((n + BLOCK - 1) // BLOCK):
@@ -105,6 +137,39 @@ def probe_atoms(Y, W, probes):
 
 
 @njit(parallel=True, cache=True)
+def probe_atoms_screened(Y, W, probes):
+    """:func:`probe_atoms`, the distances screened by one BLAS product per
+    block of points as :func:`search_screened` screens the references':
+    the atoms that can be among the nearest are measured by
+    :func:`_sq_distance`, and the others cannot be."""
+    n, d = Y.shape
+    m = W.shape[0]
+    n_probe = probes.shape[1]
+    scale = (4 * d + 16) * _UNIT_ROUNDOFF
+    C = np.empty((m, d))
+    cc = np.empty(m)
+    _gather64(W, np.arange(m), C, cc)
+    for blk in prange((n + BLOCK - 1) // BLOCK):
+        lo = blk * BLOCK
+        hi = min(lo + BLOCK, n)
+        P = np.empty((hi - lo, d))
+        pp = np.empty(hi - lo)
+        _gather64(Y, np.arange(lo, hi), P, pp)
+        D = np.dot(P, C.T)
+        atom_dist = np.empty(m)
+        upper = np.empty(n_probe)
+        for u in range(hi - lo):
+            upper[:] = np.inf
+            for a in range(m):
+                _keep_smallest(upper, ((pp[u] + cc[a]) - 2.0 * D[u, a]) + scale * (pp[u] + cc[a]))
+            for a in range(m):
+                if ((pp[u] + cc[a]) - 2.0 * D[u, a]) - scale * (pp[u] + cc[a]) > upper[n_probe - 1]:
+                    atom_dist[a] = np.inf  # cannot be among the nearest
+                else:
+                    atom_dist[a] = _sq_distance(Y, lo + u, W, a)
+            _probe_atoms(atom_dist, probes[lo + u])
+
+
 def nearest_references(Y, W, R, cell_start, cell_refs, cell_label, probes, neighbours, settled):
     """Each point's nearest references, screened by the atoms.
 
@@ -120,76 +185,231 @@ def nearest_references(Y, W, R, cell_start, cell_refs, cell_label, probes, neigh
     label L gets ``settled[i] = L`` and no search (its vote is L, whichever
     of them are nearest); else ``settled[i] = -1``.
 
-    With more than :data:`FEW_FEATURES` features the points are taken in
-    groups of the same nearest atom, and each reference of the cells a
-    group probes is read once for the whole group (its row stays in cache
-    while every point of the group that probes its cell measures it), so
-    the data move once per group, not once per point.
+    The search itself is one of three kernels, with the same results: up
+    to :data:`FEW_FEATURES` features, :func:`search_direct`; past them, the
+    distances screened by BLAS products (:func:`search_screened`), unless
+    the cells hold fewer than :data:`SCREEN_MIN_REFS` references on average
+    (:func:`search_shared_reads`).
     """
     n = Y.shape[0]
-    m = W.shape[0]
     q = neighbours.shape[1]
-    n_probe = probes.shape[1]
-    alone = np.zeros(n, dtype=np.bool_)  # points whose probed cells hold no reference
-    for i in prange(n):
+    alone = np.empty(n, dtype=np.bool_)  # points whose probed cells hold no reference
+    settle(probes, cell_start, cell_label, alone, settled)
+    searching = np.flatnonzero(~alone & (settled < 0))
+    best_dist = np.full((n, q), np.inf)
+    best_idx = np.full((n, q), -1, dtype=np.int64)
+    args = (Y, R, cell_start, cell_refs, probes, searching, best_dist, best_idx)
+    if Y.shape[1] <= FEW_FEATURES:
+        search_direct(*args)
+    elif cell_refs.shape[0] < SCREEN_MIN_REFS * W.shape[0]:
+        search_shared_reads(*args)
+    else:
+        search_screened(*args)
+    search_alone(Y, W, R, cell_start, cell_refs, probes.shape[1], np.flatnonzero(alone), best_dist, best_idx)
+    neighbours[:] = best_idx
+
+
+@njit(parallel=True, cache=True)
+def settle(probes, cell_start, cell_label, alone, settled):
+    """Per point: ``alone[i]``, whether its probed cells hold no reference,
+    and ``settled[i]``, the one label they all hold, else -1."""
+    for i in prange(probes.shape[0]):
         count = 0
         label = -2  # no non-empty cell yet
-        for p in range(n_probe):
+        for p in range(probes.shape[1]):
             a = probes[i, p]
             if cell_start[a + 1] > cell_start[a]:
                 count += cell_start[a + 1] - cell_start[a]
                 label = cell_label[a] if label == -2 or label == cell_label[a] else -1
         alone[i] = count == 0
         settled[i] = label if label >= 0 else -1
-    best_dist = np.full((n, q), np.inf)
-    best_idx = np.full((n, q), -1, dtype=np.int64)
-    if Y.shape[1] <= FEW_FEATURES:
-        # short rows: each point reads its cells' references in turn (they
-        # stay in cache anyway), keeping its own best list at hand
-        for i in prange(n):
-            if alone[i] or settled[i] >= 0:
-                continue
-            for p in range(n_probe):
-                a = probes[i, p]
-                for s in range(cell_start[a], cell_start[a + 1]):
-                    j = cell_refs[s]
-                    _insert(best_dist[i], best_idx[i], _sq_distance(Y, i, R, j), j)
-        m_groups = 0
-    else:
-        m_groups = m
-    order = np.argsort(probes[:, 0], kind="mergesort")
-    group_start = np.searchsorted(probes[order, 0], np.arange(m + 1))
-    for g in prange(m_groups):
+
+
+@njit(parallel=True, cache=True)
+def search_direct(Y, R, cell_start, cell_refs, probes, searching, best_dist, best_idx):
+    """The nearest references of the points ``searching`` among their
+    probed cells, into their rows of ``best_dist`` / ``best_idx`` (inf / -1
+    on entry), for short rows: each point reads its cells' references in
+    turn (they stay in cache anyway), keeping its own best list at hand."""
+    for t in prange(searching.shape[0]):
+        i = searching[t]
+        for p in range(probes.shape[1]):
+            a = probes[i, p]
+            for s in range(cell_start[a], cell_start[a + 1]):
+                j = cell_refs[s]
+                _insert(best_dist[i], best_idx[i], _sq_distance(Y, i, R, j), j)
+
+
+@njit(parallel=True, cache=True)
+def search_alone(Y, W, R, cell_start, cell_refs, n_probe, alone, best_dist, best_idx):
+    """The points ``alone``, whose probed cells hold no reference: each
+    probes further atoms until a cell holds one (:func:`_search_one`)."""
+    for t in prange(alone.shape[0]):
+        i = alone[t]
+        _search_one(Y, i, W, R, cell_start, cell_refs, n_probe, best_dist[i], best_idx[i])
+
+
+@njit(parallel=True, cache=True)
+def search_shared_reads(Y, R, cell_start, cell_refs, probes, searching, best_dist, best_idx):
+    """:func:`search_direct` for long rows with few references per cell.
+
+    The points are taken in groups of the same nearest atom, and each
+    reference of the cells a group probes is read once for the whole group
+    (its row stays in cache while every point of the group that probes its
+    cell measures it), so the data move once per group, not once per point.
+    """
+    m = cell_start.shape[0] - 1
+    n_probe = probes.shape[1]
+    own = probes[searching, 0]
+    order = searching[np.argsort(own, kind="mergesort")]
+    group_start = np.searchsorted(own[np.argsort(own, kind="mergesort")], np.arange(m + 1))
+    for g in prange(m):
         lo = group_start[g]
         hi = group_start[g + 1]
         # the group's points that probe each cell, as lists in one array
         n_probing = np.zeros(m + 1, dtype=np.int64)
         for t in range(lo, hi):
-            i = order[t]
-            if not alone[i] and settled[i] < 0:
-                for p in range(n_probe):
-                    n_probing[probes[i, p] + 1] += 1
+            for p in range(n_probe):
+                n_probing[probes[order[t], p] + 1] += 1
         for a in range(m):
             n_probing[a + 1] += n_probing[a]
         probing = np.empty(n_probing[m], dtype=np.int64)
         filled = n_probing[:m].copy()
         for t in range(lo, hi):
             i = order[t]
-            if not alone[i] and settled[i] < 0:
-                for p in range(n_probe):
-                    probing[filled[probes[i, p]]] = i
-                    filled[probes[i, p]] += 1
+            for p in range(n_probe):
+                probing[filled[probes[i, p]]] = i
+                filled[probes[i, p]] += 1
         for a in range(m):
             for s in range(cell_start[a], cell_start[a + 1]):
                 j = cell_refs[s]
                 for u in range(n_probing[a], n_probing[a + 1]):
                     i = probing[u]
                     _insert(best_dist[i], best_idx[i], _sq_distance(Y, i, R, j), j)
-    for i in prange(n):
-        if alone[i]:
-            _search_one(Y, i, W, R, cell_start, cell_refs, n_probe, best_dist[i], best_idx[i])
-        for c in range(q):
-            neighbours[i, c] = best_idx[i, c]
+
+
+@njit(cache=True, nogil=True)
+def _gather64(A, rows, out, norms):
+    """``out[u] = A[rows[u]]`` in float64, and ``norms[u]`` its squared norm."""
+    for u in range(rows.shape[0]):
+        s = 0.0
+        for t in range(A.shape[1]):
+            v = np.float64(A[rows[u], t])
+            out[u, t] = v
+            s += v * v
+        norms[u] = s
+
+
+@njit(cache=True, nogil=True)
+def _keep_smallest(values, v):
+    """Put ``v`` into the ascending ``values`` if it goes before their last
+    entry, dropping that one."""
+    r = values.shape[0] - 1
+    if not (v < values[r]):
+        return
+    while r > 0 and v < values[r - 1]:
+        values[r] = values[r - 1]
+        r -= 1
+    values[r] = v
+
+
+@njit(parallel=True, cache=True)
+def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, best_idx):
+    """:func:`search_direct` for long rows, screened by BLAS products.
+
+    For each cell, one product gives the squared distances of all the
+    points that probe it to its references, as ``||y||^2 + ||r||^2 - 2
+    y.r``. That form loses digits to cancellation, but by at most ``e =
+    (4 d + 16) u (||y||^2 + ||r||^2)`` against the direct sum
+    :func:`_sq_distance` (u the float64 unit roundoff: the error bounds of
+    the three sums and of the direct sum, each below ``(d + 2) u`` times its
+    magnitude). So with ``T`` the q-th smallest ``formed + e`` over a
+    point's candidates, every reference whose direct distance is among its
+    q smallest has ``formed - e <= T``: those few are measured by
+    :func:`_sq_distance` and ranked as the direct search ranks them (ties
+    to the smaller index), so the neighbours are the same, bit for bit. A
+    bound that is not finite lets every candidate through.
+    """
+    d = Y.shape[1]
+    m = cell_start.shape[0] - 1
+    n_probe = probes.shape[1]
+    q = best_dist.shape[1]
+    scale = (4 * d + 16) * _UNIT_ROUNDOFF
+    # the references in float64, cell by cell, so that a cell is one block
+    n_refs = cell_refs.shape[0]
+    C = np.empty((n_refs, d))
+    cc = np.empty(n_refs)
+    for blk in prange((n_refs + BLOCK - 1) // BLOCK):
+        lo = blk * BLOCK
+        hi = min(lo + BLOCK, n_refs)
+        _gather64(R, cell_refs[lo:hi], C[lo:hi], cc[lo:hi])
+    # slot[t, p]: where the t-th searching point's distances to its p-th
+    # probed cell start, in the formed distances of its block
+    n = searching.shape[0]
+    slot = np.empty((n, n_probe + 1), dtype=np.int64)
+    lo = 0
+    while lo < n:
+        hi = lo
+        total = 0
+        while hi < n and (hi == lo or total <= SCREEN_SLOTS):
+            slot[hi, 0] = total
+            for p in range(n_probe):
+                a = probes[searching[hi], p]
+                total += cell_start[a + 1] - cell_start[a]
+                slot[hi, p + 1] = total
+            hi += 1
+        formed = np.empty(total)
+        # the (point, probe) pairs of each cell, by a counting sort on the cell
+        first = np.zeros(m + 1, dtype=np.int64)
+        for t in range(lo, hi):
+            for p in range(n_probe):
+                first[probes[searching[t], p] + 1] += 1
+        for a in range(m):
+            first[a + 1] += first[a]
+        pair_t = np.empty(first[m], dtype=np.int64)
+        pair_p = np.empty(first[m], dtype=np.int64)
+        fill = first[:m].copy()
+        for t in range(lo, hi):
+            for p in range(n_probe):
+                a = probes[searching[t], p]
+                pair_t[fill[a]] = t
+                pair_p[fill[a]] = p
+                fill[a] += 1
+        pp = np.empty(hi - lo)
+        for t in prange(lo, hi):
+            pp[t - lo] = 0.0
+            for c in range(d):
+                v = np.float64(Y[searching[t], c])
+                pp[t - lo] += v * v
+        for a in prange(m):
+            size = cell_start[a + 1] - cell_start[a]
+            k = first[a + 1] - first[a]
+            if k == 0 or size == 0:
+                continue
+            P = np.empty((k, d))
+            norms = np.empty(k)
+            _gather64(Y, searching[pair_t[first[a] : first[a + 1]]], P, norms)
+            D = np.dot(P, C[cell_start[a] : cell_start[a + 1]].T)
+            for v in range(k):
+                t = pair_t[first[a] + v]
+                base = slot[t, pair_p[first[a] + v]]
+                for c in range(size):
+                    formed[base + c] = (pp[t - lo] + cc[cell_start[a] + c]) - 2.0 * D[v, c]
+        for t in prange(lo, hi):
+            i = searching[t]
+            upper = np.full(q, np.inf)
+            for p in range(n_probe):
+                s0 = cell_start[probes[i, p]] - slot[t, p]
+                for c in range(slot[t, p], slot[t, p + 1]):
+                    _keep_smallest(upper, formed[c] + scale * (pp[t - lo] + cc[s0 + c]))
+            top = upper[q - 1]
+            for p in range(n_probe):
+                s0 = cell_start[probes[i, p]] - slot[t, p]
+                for c in range(slot[t, p], slot[t, p + 1]):
+                    if not (formed[c] - scale * (pp[t - lo] + cc[s0 + c]) > top):
+                        j = cell_refs[s0 + c]
+                        _insert(best_dist[i], best_idx[i], _sq_distance(Y, i, R, j), j)
+        lo = hi
 
 
 @njit(parallel=True, cache=True)

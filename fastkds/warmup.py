@@ -32,10 +32,11 @@ def warmup(dtypes=(np.float64, np.float32)):
     seconds : float
         Time spent (compilation, or loading from Numba's cache).
     """
-    from . import _kernels
+    from . import _kernels, _vote_kernels
     from .encoding import project_simplex, sparse_encode
     from .prepared import PreparedDictionary, csr_from_dense
     from .estimators import KDS, KDSClustering
+    from .label_vote import LabelVote
     from .sources import random_rows
 
     # Each call below reaches kernels no other call does (tests/test_warmup.py
@@ -44,14 +45,17 @@ def warmup(dtypes=(np.float64, np.float32)):
     # the encoder with far atoms (may_use_far, gather_block, scatter_slots);
     # dense codes and their CSR assembly (slots_to_dense, fill_csr); the
     # exact solver with few features (lockstep encoder, statistics, k-means++
-    # seeding) and the clusterer's neighbours' vote; the unrolled solver
-    # (unrolled_batch, adam_update); a sample of rows of many (first_distinct).
+    # seeding) and the clusterer's neighbours' vote; the vote's search with
+    # many features, in cells of many references and of few, and for a point
+    # whose probed cells are empty; the unrolled solver (unrolled_batch,
+    # adam_update); a sample of rows of many (first_distinct).
     t0 = time.perf_counter()
     random_rows(np.random.RandomState(0), 1000, 10)
     rng = np.random.default_rng(0)
     Y = rng.normal(size=(64, 2))
     # past the lockstep encoder's few features, and past SMALL_D (BLAS products)
     Y8 = rng.normal(size=(64, _kernels.SMALL_D + 1))
+    Y40 = rng.normal(size=(64, _vote_kernels.FEW_FEATURES + 1))
     for dtype in dtypes:
         dtype = np.dtype(dtype)
         if dtype not in (np.float64, np.float32):
@@ -70,4 +74,9 @@ def warmup(dtypes=(np.float64, np.float32)):
             warnings.simplefilter("ignore")
             KDSClustering(2, n_atoms=4, n_iter=3, max_epochs=2, n_init=1, random_state=0).fit(Yd)
             KDS(4, n_iter=3, solver="unrolled", max_epochs=1, batch_size=32, random_state=0).fit(Yd)
+        Y40d = Y40.astype(dtype)
+        for n_atoms in (2, 16):  # 32 and 4 references a cell
+            LabelVote(Y40d[:n_atoms], Y40d, np.arange(64) % 2, 5, 2).predict(Y40d)
+        # a point by atom 1, whose cell is empty, probes further
+        LabelVote(np.vstack([Y40d[:1], Y40d[:1] + 50]), Y40d[:1], [0], 1, 1, n_probe=1).predict(Y40d[:1] + 60)
     return time.perf_counter() - t0

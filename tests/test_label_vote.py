@@ -43,6 +43,67 @@ def test_neighbours_match_the_oracle(dtype):
     assert np.all(settled == -1)  # no shortcut unless asked for
 
 
+def _many_features(rng, dtype, offset):
+    """Points of 40 features (past FEW_FEATURES) about a far ``offset``, where
+    distances formed from products lose digits to cancellation, with exact
+    duplicates and near-duplicates (ties and near-ties)."""
+    base = rng.normal(size=(300, 40))
+    Y = np.vstack([base, base[:60], base[:40] + 1e-7]) + offset
+    return Y.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("offset", [0.0, 1e4])
+@pytest.mark.parametrize("n_atoms", [8, 60])  # cells of 50 references (products) and of 6 (direct sums)
+def test_many_features_neighbours_match_the_oracle(dtype, offset, n_atoms):
+    from fastkds import _vote_kernels
+
+    rng = np.random.default_rng(5)
+    Y = _many_features(rng, dtype, offset)
+    W = Y[rng.choice(300, n_atoms, replace=False)]
+    R = Y[::1]
+    screened = R.shape[0] >= _vote_kernels.SCREEN_MIN_REFS * n_atoms
+    assert screened == (n_atoms == 8) and Y.shape[1] > _vote_kernels.FEW_FEATURES
+    vote = LabelVote(W, R, np.zeros(R.shape[0], dtype=int), 7, 2, n_probe=3)
+    neighbours, _ = vote.neighbours(Y)
+    np.testing.assert_array_equal(neighbours, oracle_neighbours(Y, W, R, 7, n_probe=3))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_screened_search_finds_what_the_direct_sums_find(dtype):
+    # the two kernels for many features on the same points: more neighbours
+    # than the oracle can check quickly, ties and cancellation included
+    from fastkds import _vote_kernels
+    from fastkds.label_vote import _probe
+
+    rng = np.random.default_rng(6)
+    Y = _many_features(rng, dtype, 1e3)
+    W = Y[rng.choice(300, 10, replace=False)]
+    vote = LabelVote(W, Y, np.zeros(Y.shape[0], dtype=int), 12, 2, n_probe=4)
+    probes = _probe(Y, vote.atoms, 4, None)
+    searching = np.arange(0, Y.shape[0], 2)
+    found = []
+    for search in (_vote_kernels.search_screened, _vote_kernels.search_shared_reads):
+        dist = np.full((Y.shape[0], 12), np.inf)
+        idx = np.full((Y.shape[0], 12), -1, dtype=np.int64)
+        search(Y, Y, vote.cell_start, vote.cell_refs, probes, searching, dist, idx)
+        found.append((dist, idx))
+    np.testing.assert_array_equal(found[0][1], found[1][1])
+    np.testing.assert_array_equal(found[0][0], found[1][0])
+    assert np.all(found[0][1][1::2] == -1)  # points not searching are left alone
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_many_features_probes_are_the_nearest_atoms(dtype):
+    from fastkds.label_vote import _probe
+
+    rng = np.random.default_rng(7)
+    Y = _many_features(rng, dtype, 1e4)
+    W = np.vstack([Y[:20], Y[:5]])  # repeated atoms: ties go to the smaller index
+    expected = np.argsort(((Y.astype(np.float64)[:, None] - W.astype(np.float64)) ** 2).sum(-1), axis=1, kind="stable")
+    np.testing.assert_array_equal(_probe(Y, W, 6, None), expected[:, :6])
+
+
 def test_points_whose_cells_agree_are_labelled_as_by_the_search():
     rng = np.random.default_rng(4)
     Y = np.vstack([rng.normal(size=(300, 3)), rng.normal(size=(300, 3)) + [4.0, 0, 0]])

@@ -88,8 +88,13 @@ ENTRY_POINTS = {
     # the Adam state is float64 whatever the data's dtype (UnrolledTrainer.W)
     "_unrolled_kernels.adam_update": ("float64",),
     # the neighbours' vote (fastkds.label_vote); its vote takes integers only
-    "_vote_kernels.probe_atoms": ("float32", "float64"),
-    "_vote_kernels.nearest_references": ("float32", "float64"),
+    "_vote_kernels.probe_atoms_direct": ("float32", "float64"),  # d <= FEW_FEATURES
+    "_vote_kernels.probe_atoms_screened": ("float32", "float64"),  # d > FEW_FEATURES
+    "_vote_kernels.settle": ("integers",),
+    "_vote_kernels.search_direct": ("float32", "float64"),  # d <= FEW_FEATURES
+    "_vote_kernels.search_shared_reads": ("float32", "float64"),  # small cells
+    "_vote_kernels.search_screened": ("float32", "float64"),
+    "_vote_kernels.search_alone": ("float32", "float64"),
     "_vote_kernels.vote": ("integers",),
     # a sample of rows (fastkds.sources.random_rows)
     "_kernels.first_distinct": ("integers",),

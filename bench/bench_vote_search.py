@@ -1,0 +1,115 @@
+"""The neighbours' vote's search with many features (``fastkds._vote_kernels``):
+distances screened by BLAS products and then summed for the few pairs that
+can be among the nearest (``search_screened``, ``probe_atoms_screened``)
+against direct sums for every pair (``search_shared_reads``,
+``probe_atoms_direct``, what the search did before for every cell size).
+Both give the same neighbours and probes (asserted here); the data are
+MNIST-shaped: n = 10,000 points of 784 features about ten centres, every
+point a reference, searched for its 11 nearest among its probed cells, as
+the fit searches. The atoms are drawn from the points, as many as make
+cells of 100 references (the defaults' 100 atoms for 10,000 points), or of
+16 and of 8 (more atoms, as with ``n_atoms=500`` on MNIST-5 or on a small
+set): the thinner the cells, the thinner the products, which is why the
+search sums directly below ``SCREEN_MIN_REFS`` references a cell.
+
+    pytest bench/bench_vote_search.py --benchmark-only --benchmark-group-by=group,param:per_cell
+"""
+
+import functools
+
+import numpy as np
+import pytest
+
+from conftest import bench_n, record
+from fastkds import _config, _vote_kernels
+from fastkds.label_vote import LabelVote, _probe
+
+FEATURES = 784
+#: Neighbours searched per reference in the fit: q = 10 others and itself.
+NEIGHBOURS = 11
+
+
+@functools.lru_cache(maxsize=3)
+def problem(n, per_cell):
+    """Points, their vote (atoms, cells) and each point's probed atoms."""
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(10, FEATURES))
+    Y = centres[rng.integers(0, 10, n)] + 0.7 * rng.normal(size=(n, FEATURES))
+    atoms = Y[rng.choice(n, n // per_cell, replace=False)]
+    vote = LabelVote(atoms, Y, np.zeros(n, dtype=np.int32), NEIGHBOURS, 2)
+    return Y, vote, _probe(Y, vote.atoms, vote.n_probe, None)
+
+
+def size():
+    return min(bench_n(), 10_000)
+
+
+def run_search(search, Y, vote, probes):
+    dist = np.full((Y.shape[0], NEIGHBOURS), np.inf)
+    idx = np.full((Y.shape[0], NEIGHBOURS), -1, dtype=np.int64)
+    with _config.numba_threads(None):  # BLAS on one thread, as the vote runs it
+        search(Y, Y, vote.cell_start, vote.cell_refs, probes, np.arange(Y.shape[0]), dist, idx)
+    return idx
+
+
+def run_probe(probe, Y, atoms, out):
+    with _config.numba_threads(None):
+        probe(Y, atoms, out)
+
+
+@pytest.mark.benchmark(group="vote search")
+@pytest.mark.parametrize("per_cell", [100, 16, 8])
+@pytest.mark.parametrize("impl", ["screened", "direct sums"])
+def test_nearest_references(benchmark, impl, per_cell):
+    n = size()
+    Y, vote, probes = problem(n, per_cell)
+    search = _vote_kernels.search_screened if impl == "screened" else _vote_kernels.search_shared_reads
+    run_search(search, Y[:64], vote, probes[:64])  # compile
+    found = benchmark.pedantic(run_search, args=(search, Y, vote, probes), rounds=3, iterations=1)
+    record(benchmark, n, n_probe=vote.n_probe, n_atoms=vote.atoms.shape[0])
+    np.testing.assert_array_equal(found, run_search(_vote_kernels.search_shared_reads, Y, vote, probes))
+
+
+@pytest.mark.benchmark(group="vote probes")
+@pytest.mark.parametrize("per_cell", [100])
+@pytest.mark.parametrize("impl", ["screened", "direct sums"])
+def test_probe_atoms(benchmark, impl, per_cell):
+    n = size()
+    Y, vote, probes = problem(n, per_cell)
+    probe = _vote_kernels.probe_atoms_screened if impl == "screened" else _vote_kernels.probe_atoms_direct
+    out = np.empty_like(probes)
+    run_probe(probe, Y[:64], vote.atoms, out[:64])  # compile
+    benchmark.pedantic(run_probe, args=(probe, Y, vote.atoms, out), rounds=3, iterations=1)
+    record(benchmark, n)
+    np.testing.assert_array_equal(out, probes)
+
+
+@functools.lru_cache(maxsize=1)
+def real_problem(case):
+    """A real set's points as every reference, atoms drawn from them: the
+    thin cells of a small set (Yale B, 16 atoms for 128 faces: 8 a cell)
+    and of many atoms (MNIST-5 at the paper's 500: about 10 a cell)."""
+    from fastkds.datasets import find_data_dir
+    from fastkds.experiments import load_data_set
+
+    name, n_atoms = case.split("-")
+    try:
+        Y, _ = load_data_set(name, find_data_dir(), 0)
+    except FileNotFoundError as exc:
+        pytest.skip(f"needs the shared data: {exc}")
+    Y = np.ascontiguousarray(Y)
+    atoms = Y[np.random.default_rng(0).choice(Y.shape[0], int(n_atoms), replace=False)]
+    vote = LabelVote(atoms, Y, np.zeros(Y.shape[0], dtype=np.int32), NEIGHBOURS, 2)
+    return Y, vote, _probe(Y, vote.atoms, vote.n_probe, None)
+
+
+@pytest.mark.benchmark(group="vote search, real data")
+@pytest.mark.parametrize("per_cell", ["yaleb-16", "mnist5-500"])
+@pytest.mark.parametrize("impl", ["screened", "direct sums"])
+def test_nearest_references_real_data(benchmark, impl, per_cell):
+    Y, vote, probes = real_problem(per_cell)
+    search = _vote_kernels.search_screened if impl == "screened" else _vote_kernels.search_shared_reads
+    run_search(search, Y[:8], vote, probes[:8])  # compile
+    found = benchmark.pedantic(run_search, args=(search, Y, vote, probes), rounds=5, iterations=1)
+    record(benchmark, Y.shape[0], n_probe=vote.n_probe, n_atoms=vote.atoms.shape[0])
+    np.testing.assert_array_equal(found, run_search(_vote_kernels.search_shared_reads, Y, vote, probes))
