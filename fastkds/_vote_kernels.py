@@ -96,12 +96,16 @@ def _search_one(Y, i, W, R, cell_start, cell_refs, n_probe, best_dist, best_idx)
 #: screens the distances by BLAS products: a product with fewer columns
 #: costs more in gathering its points than it saves (docs/algorithm.md,
 #: "The neighbours' vote").
-SCREEN_MIN_REFS = 9
+SCREEN_MIN_REFS = 12
 
 #: Formed distances held at once by :func:`search_screened` (8 bytes
 #: each): the searching points are taken in blocks of about this many
 #: candidates.
 SCREEN_SLOTS = 1 << 22
+
+#: Points per BLAS product of :func:`search_screened` (a cell probed by
+#: more is taken in parts): bounds each thread's scratch.
+PAIR_ROWS = 512
 
 #: The float64 unit roundoff, the unit of the screening's error bound.
 _UNIT_ROUNDOFF = 2.0**-53
@@ -335,14 +339,8 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
     n_probe = probes.shape[1]
     q = best_dist.shape[1]
     scale = (4 * d + 16) * _UNIT_ROUNDOFF
-    # the references in float64, cell by cell, so that a cell is one block
-    n_refs = cell_refs.shape[0]
-    C = np.empty((n_refs, d))
-    cc = np.empty(n_refs)
-    for blk in prange((n_refs + BLOCK - 1) // BLOCK):
-        lo = blk * BLOCK
-        hi = min(lo + BLOCK, n_refs)
-        _gather64(R, cell_refs[lo:hi], C[lo:hi], cc[lo:hi])
+    # squared norms of the references, filled cell by cell as they are gathered
+    cc = np.empty(cell_refs.shape[0])
     # slot[t, p]: where the t-th searching point's distances to its p-th
     # probed cell start, in the formed distances of its block
     n = searching.shape[0]
@@ -383,18 +381,21 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
                 pp[t - lo] += v * v
         for a in prange(m):
             size = cell_start[a + 1] - cell_start[a]
-            k = first[a + 1] - first[a]
-            if k == 0 or size == 0:
+            if first[a + 1] == first[a] or size == 0:
                 continue
-            P = np.empty((k, d))
-            norms = np.empty(k)
-            _gather64(Y, searching[pair_t[first[a] : first[a + 1]]], P, norms)
-            D = np.dot(P, C[cell_start[a] : cell_start[a + 1]].T)
-            for v in range(k):
-                t = pair_t[first[a] + v]
-                base = slot[t, pair_p[first[a] + v]]
-                for c in range(size):
-                    formed[base + c] = (pp[t - lo] + cc[cell_start[a] + c]) - 2.0 * D[v, c]
+            C = np.empty((size, d))
+            _gather64(R, cell_refs[cell_start[a] : cell_start[a + 1]], C, cc[cell_start[a] : cell_start[a + 1]])
+            P = np.empty((min(first[a + 1] - first[a], PAIR_ROWS), d))
+            norms = np.empty(P.shape[0])
+            for v0 in range(first[a], first[a + 1], PAIR_ROWS):
+                v1 = min(v0 + PAIR_ROWS, first[a + 1])
+                _gather64(Y, searching[pair_t[v0:v1]], P[: v1 - v0], norms[: v1 - v0])
+                D = np.dot(P[: v1 - v0], C.T)
+                for v in range(v0, v1):
+                    t = pair_t[v]
+                    base = slot[t, pair_p[v]]
+                    for c in range(size):
+                        formed[base + c] = (pp[t - lo] + cc[cell_start[a] + c]) - 2.0 * D[v - v0, c]
         for t in prange(lo, hi):
             i = searching[t]
             upper = np.full(q, np.inf)
