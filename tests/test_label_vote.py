@@ -61,7 +61,7 @@ def test_many_features_neighbours_match_the_oracle(dtype, offset, n_atoms):
     rng = np.random.default_rng(5)
     Y = _many_features(rng, dtype, offset)
     W = Y[rng.choice(300, n_atoms, replace=False)]
-    R = Y[::1]
+    R = Y
     screened = R.shape[0] >= _vote_kernels.SCREEN_MIN_REFS * n_atoms
     assert screened == (n_atoms == 8) and Y.shape[1] > _vote_kernels.FEW_FEATURES
     vote = LabelVote(W, R, np.zeros(R.shape[0], dtype=int), 7, 2, n_probe=3)
