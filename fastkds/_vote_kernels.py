@@ -117,11 +117,12 @@ def probe_atoms(Y, W, probes):
     :func:`nearest_references` searches.
 
     With more than :data:`FEW_FEATURES` features the distances are screened
-    by BLAS products first (:func:`probe_atoms_screened`); the probes are
-    the same either way.
+    by BLAS products first (:func:`probe_atoms_screened`), unless half the
+    atoms or more are probed (each of those is summed anyway); the probes
+    are the same either way.
     """
     # two parallel kernels, not one with a branch: each compiles only when used
-    if Y.shape[1] <= FEW_FEATURES:
+    if Y.shape[1] <= FEW_FEATURES or 2 * probes.shape[1] >= W.shape[0]:
         probe_atoms_direct(Y, W, probes)
     else:
         probe_atoms_screened(Y, W, probes)
