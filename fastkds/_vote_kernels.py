@@ -264,33 +264,42 @@ def search_shared_reads(Y, R, cell_start, cell_refs, probes, searching, best_dis
     cell measures it), so the data move once per group, not once per point.
     """
     m = cell_start.shape[0] - 1
-    n_probe = probes.shape[1]
-    own = probes[searching, 0]
-    order = searching[np.argsort(own, kind="mergesort")]
-    group_start = np.searchsorted(own[np.argsort(own, kind="mergesort")], np.arange(m + 1))
+    order = searching[np.argsort(probes[searching, 0], kind="mergesort")]
+    group_start = np.searchsorted(probes[order, 0], np.arange(m + 1))
     for g in prange(m):
-        lo = group_start[g]
-        hi = group_start[g + 1]
-        # the group's points that probe each cell, as lists in one array
-        n_probing = np.zeros(m + 1, dtype=np.int64)
-        for t in range(lo, hi):
-            for p in range(n_probe):
-                n_probing[probes[order[t], p] + 1] += 1
-        for a in range(m):
-            n_probing[a + 1] += n_probing[a]
-        probing = np.empty(n_probing[m], dtype=np.int64)
-        filled = n_probing[:m].copy()
-        for t in range(lo, hi):
-            i = order[t]
-            for p in range(n_probe):
-                probing[filled[probes[i, p]]] = i
-                filled[probes[i, p]] += 1
+        group = order[group_start[g] : group_start[g + 1]]
+        first, row, _ = _pairs_by_cell(probes, group, m)
         for a in range(m):
             for s in range(cell_start[a], cell_start[a + 1]):
                 j = cell_refs[s]
-                for u in range(n_probing[a], n_probing[a + 1]):
-                    i = probing[u]
+                for u in range(first[a], first[a + 1]):
+                    i = group[row[u]]
                     _insert(best_dist[i], best_idx[i], _sq_distance(Y, i, R, j), j)
+
+
+@njit(cache=True, nogil=True)
+def _pairs_by_cell(probes, points, m):
+    """The (point, probe) pairs of ``points`` grouped by the probed cell, by
+    a counting sort: ``first[a]:first[a + 1]`` index cell ``a``'s pairs in
+    ``row`` (the point's position in ``points``) and ``slot`` (which of its
+    probes)."""
+    n_probe = probes.shape[1]
+    first = np.zeros(m + 1, dtype=np.int64)
+    for t in range(points.shape[0]):
+        for p in range(n_probe):
+            first[probes[points[t], p] + 1] += 1
+    for a in range(m):
+        first[a + 1] += first[a]
+    row = np.empty(first[m], dtype=np.int64)
+    slot = np.empty(first[m], dtype=np.int64)
+    fill = first[:m].copy()
+    for t in range(points.shape[0]):
+        for p in range(n_probe):
+            a = probes[points[t], p]
+            row[fill[a]] = t
+            slot[fill[a]] = p
+            fill[a] += 1
+    return first, row, slot
 
 
 @njit(cache=True, nogil=True)
@@ -358,22 +367,7 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
                 slot[hi, p + 1] = total
             hi += 1
         formed = np.empty(total)
-        # the (point, probe) pairs of each cell, by a counting sort on the cell
-        first = np.zeros(m + 1, dtype=np.int64)
-        for t in range(lo, hi):
-            for p in range(n_probe):
-                first[probes[searching[t], p] + 1] += 1
-        for a in range(m):
-            first[a + 1] += first[a]
-        pair_t = np.empty(first[m], dtype=np.int64)
-        pair_p = np.empty(first[m], dtype=np.int64)
-        fill = first[:m].copy()
-        for t in range(lo, hi):
-            for p in range(n_probe):
-                a = probes[searching[t], p]
-                pair_t[fill[a]] = t
-                pair_p[fill[a]] = p
-                fill[a] += 1
+        first, pair_t, pair_p = _pairs_by_cell(probes, searching[lo:hi], m)  # pair_t from lo
         pp = np.empty(hi - lo)
         for t in prange(lo, hi):
             pp[t - lo] = 0.0
@@ -390,13 +384,13 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
             norms = np.empty(P.shape[0])
             for v0 in range(first[a], first[a + 1], PAIR_ROWS):
                 v1 = min(v0 + PAIR_ROWS, first[a + 1])
-                _gather64(Y, searching[pair_t[v0:v1]], P[: v1 - v0], norms[: v1 - v0])
+                _gather64(Y, searching[lo + pair_t[v0:v1]], P[: v1 - v0], norms[: v1 - v0])
                 D = np.dot(P[: v1 - v0], C.T)
                 for v in range(v0, v1):
                     t = pair_t[v]
-                    base = slot[t, pair_p[v]]
+                    base = slot[lo + t, pair_p[v]]
                     for c in range(size):
-                        formed[base + c] = (pp[t - lo] + cc[cell_start[a] + c]) - 2.0 * D[v - v0, c]
+                        formed[base + c] = (pp[t] + cc[cell_start[a] + c]) - 2.0 * D[v - v0, c]
         for t in prange(lo, hi):
             i = searching[t]
             upper = np.full(q, np.inf)
