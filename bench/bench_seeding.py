@@ -8,24 +8,16 @@ data's dtype. Pass ``--bench-n`` to change n (the default sweep stops at
 10^5 here: 10^6 points of 784 features do not fit in memory).
 """
 
-import functools
-
 import numpy as np
 import pytest
 from sklearn.cluster import kmeans_plusplus
 
+from conftest import mnist_shaped_blobs as blobs
 from conftest import record
 from fastkds.seeding import kmeans_plusplus_indices
 
 D = 784
 M = 100
-
-
-@functools.lru_cache(maxsize=2)
-def blobs(n, dtype):
-    rng = np.random.default_rng(0)
-    centres = rng.normal(size=(10, D))
-    return (centres[rng.integers(10, size=n)] + rng.normal(scale=0.5, size=(n, D))).astype(dtype)
 
 
 @pytest.mark.benchmark(group="seeding")

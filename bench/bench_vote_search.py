@@ -20,24 +20,26 @@ import functools
 import numpy as np
 import pytest
 
-from conftest import bench_n, record
+from conftest import bench_n, mnist_shaped_blobs, record
 from fastkds import _config, _vote_kernels
 from fastkds.label_vote import LabelVote, _probe
 
-FEATURES = 784
 #: Neighbours searched per reference in the fit: q = 10 others and itself.
 NEIGHBOURS = 11
 
 
+def vote_problem(Y, n_atoms):
+    """``Y``, every point a reference of a vote on ``n_atoms`` atoms drawn
+    from them, and each point's probed atoms."""
+    atoms = Y[np.random.default_rng(1).choice(Y.shape[0], n_atoms, replace=False)]
+    vote = LabelVote(atoms, Y, np.zeros(Y.shape[0], dtype=np.int32), NEIGHBOURS, 2)
+    return Y, vote, _probe(Y, vote.atoms, vote.n_probe, None)
+
+
 @functools.lru_cache(maxsize=3)
 def problem(n, per_cell):
-    """Points, their vote (atoms, cells) and each point's probed atoms."""
-    rng = np.random.default_rng(0)
-    centres = rng.normal(size=(10, FEATURES))
-    Y = centres[rng.integers(0, 10, n)] + 0.7 * rng.normal(size=(n, FEATURES))
-    atoms = Y[rng.choice(n, n // per_cell, replace=False)]
-    vote = LabelVote(atoms, Y, np.zeros(n, dtype=np.int32), NEIGHBOURS, 2)
-    return Y, vote, _probe(Y, vote.atoms, vote.n_probe, None)
+    """MNIST-shaped points in cells of ``per_cell`` references (:func:`vote_problem`)."""
+    return vote_problem(mnist_shaped_blobs(n, scale=0.7), n // per_cell)
 
 
 def size():
@@ -97,10 +99,7 @@ def real_problem(case):
         Y, _ = load_data_set(name, find_data_dir(), 0)
     except FileNotFoundError as exc:
         pytest.skip(f"needs the shared data: {exc}")
-    Y = np.ascontiguousarray(Y)
-    atoms = Y[np.random.default_rng(0).choice(Y.shape[0], int(n_atoms), replace=False)]
-    vote = LabelVote(atoms, Y, np.zeros(Y.shape[0], dtype=np.int32), NEIGHBOURS, 2)
-    return Y, vote, _probe(Y, vote.atoms, vote.n_probe, None)
+    return vote_problem(np.ascontiguousarray(Y), int(n_atoms))
 
 
 @pytest.mark.benchmark(group="vote search, real data")

@@ -61,6 +61,15 @@ def bench_n():
     return int(float(os.environ.get("FASTKDS_BENCH_N", "100000")))
 
 
+@functools.lru_cache(maxsize=4)
+def mnist_shaped_blobs(n, dtype=np.float64, scale=0.5):
+    """n points of 784 features (MNIST's size) about ten random centres,
+    with Gaussian noise of this scale."""
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(10, 784))
+    return (centres[rng.integers(10, size=n)] + rng.normal(scale=scale, size=(n, 784))).astype(dtype)
+
+
 @functools.lru_cache(maxsize=2)
 def moons_data(n):
     """Noisy moons (the paper's data), n points, and their labels."""

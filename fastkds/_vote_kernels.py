@@ -166,9 +166,10 @@ def probe_atoms_screened(Y, W, probes):
         for u in range(hi - lo):
             upper[:] = np.inf
             for a in range(m):
-                _keep_smallest(upper, ((pp[u] + cc[a]) - 2.0 * D[u, a]) + scale * (pp[u] + cc[a]))
+                D[u, a] = (pp[u] + cc[a]) - 2.0 * D[u, a]  # the formed distance
+                _keep_smallest(upper, D[u, a] + scale * (pp[u] + cc[a]))
             for a in range(m):
-                if ((pp[u] + cc[a]) - 2.0 * D[u, a]) - scale * (pp[u] + cc[a]) > upper[n_probe - 1]:
+                if D[u, a] - scale * (pp[u] + cc[a]) > upper[n_probe - 1]:
                     atom_dist[a] = np.inf  # cannot be among the nearest
                 else:
                     atom_dist[a] = _sq_distance(Y, lo + u, W, a)
@@ -196,22 +197,19 @@ def nearest_references(Y, W, R, cell_start, cell_refs, cell_label, probes, neigh
     the cells hold fewer than :data:`SCREEN_MIN_REFS` references on average
     (:func:`search_shared_reads`).
     """
-    n = Y.shape[0]
-    q = neighbours.shape[1]
-    alone = np.empty(n, dtype=np.bool_)  # points whose probed cells hold no reference
+    alone = np.empty(Y.shape[0], dtype=np.bool_)  # points whose probed cells hold no reference
     settle(probes, cell_start, cell_label, alone, settled)
     searching = np.flatnonzero(~alone & (settled < 0))
-    best_dist = np.full((n, q), np.inf)
-    best_idx = np.full((n, q), -1, dtype=np.int64)
-    args = (Y, R, cell_start, cell_refs, probes, searching, best_dist, best_idx)
+    best_dist = np.full(neighbours.shape, np.inf)
+    neighbours[:] = -1  # the searches fill it in place, nearest first
+    args = (Y, R, cell_start, cell_refs, probes, searching, best_dist, neighbours)
     if Y.shape[1] <= FEW_FEATURES:
         search_direct(*args)
     elif cell_refs.shape[0] < SCREEN_MIN_REFS * W.shape[0]:
         search_shared_reads(*args)
     else:
         search_screened(*args)
-    search_alone(Y, W, R, cell_start, cell_refs, probes.shape[1], np.flatnonzero(alone), best_dist, best_idx)
-    neighbours[:] = best_idx
+    search_alone(Y, W, R, cell_start, cell_refs, probes.shape[1], np.flatnonzero(alone), best_dist, neighbours)
 
 
 @njit(parallel=True, cache=True)
