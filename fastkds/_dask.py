@@ -379,7 +379,7 @@ def _gather_rows(Y, idx):
     return rows
 
 
-def fit_dictionary(Y, p, *, init, presample, random_state, display):
+def fit_dictionary(Y, p, *, init, presample, random_state, display, last_epoch=None):
     """The exact solver's fit on a checked Dask array: the in-memory fit's
     plan (:mod:`fastkds.warmstart`), with the warm-start samples gathered to
     the client and the epochs on all points run on the workers.
@@ -394,6 +394,9 @@ def fit_dictionary(Y, p, *, init, presample, random_state, display):
         The estimator's parameters.
     display : estimator
         Whose ``verbose`` sets the epoch display.
+    last_epoch : fastkds.solvers.LastEpoch or None, default=None
+        A clusterer's, keeping no codes (they stay on the workers): the fit
+        then ends on the dictionary its last epoch encoded with, as in memory.
 
     Returns
     -------
@@ -435,6 +438,7 @@ def fit_dictionary(Y, p, *, init, presample, random_state, display):
         backend=DaskBackend(thread_plan(p["n_jobs"])),
         sample_backend=CpuBackend(),
         display=display,
+        last_epoch=last_epoch,
     )
 
 

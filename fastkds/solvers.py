@@ -217,6 +217,38 @@ def _improves(best, F, tol, W):
     return best - F > max(tol * abs(best), noise)
 
 
+class LastEpoch:
+    """The codes of a fit's last epoch, kept for a clusterer.
+
+    A clusterer embeds the codes of every point under the fitted
+    dictionary, and a fit's last epoch on all points has just computed
+    them. Given to :func:`fit_alternating`, it makes a fit that converges
+    end on the dictionary its last epoch encoded with (that epoch's update
+    would lower the objective by less than ``tol``: the fit has stopped
+    improving the atoms), and keeps that epoch's codes and statistics here,
+    so that the points need not be encoded again.
+
+    Parameters
+    ----------
+    new_sink : callable or None, default=None
+        Returns an empty list-like (anything with ``append``) for one
+        epoch's codes, as CSR triples. None keeps no codes (results written
+        to files, or held by Dask workers), only the rule for the dictionary.
+
+    Attributes
+    ----------
+    codes : list-like or None
+        The last epoch's codes, where the fit converged and ``new_sink``
+        was given.
+    stats : SufficientStatistics or None
+        That epoch's statistics, likewise.
+    """
+
+    def __init__(self, new_sink=None):
+        self.new_sink = new_sink
+        self.codes = self.stats = None
+
+
 def fit_alternating(
     Y,
     W_init,
@@ -231,6 +263,7 @@ def fit_alternating(
     progress=None,
     step="centred",
     encoder="apg",
+    last_epoch=None,
 ):
     """Alternating minimisation with the exact dictionary step.
 
@@ -256,6 +289,12 @@ def fit_alternating(
     step : {"centred", "paper"}, default="centred"
     encoder : {"apg", "active-set"}, default="apg"
         The encoder (see :class:`fastkds.prepared.PreparedDictionary`).
+    last_epoch : LastEpoch or None, default=None
+        Given, a fit that converges returns the dictionary its last epoch
+        encoded with, and that epoch's codes and statistics go into it; the
+        epochs then encode with the atoms rounded to the data's dtype, as
+        ``components_`` stores them, so the codes are those the fitted
+        model gives. None: the fit ends on the last epoch's update.
 
     Returns
     -------
@@ -272,13 +311,19 @@ def fit_alternating(
     buffers = None
     converged = False
     epoch = 0
+    # only a fit that can converge ends on an epoch's codes
+    new_sink = last_epoch.new_sink if last_epoch is not None and tol > 0 else None
     for epoch in range(1, max_epochs + 1):
+        if last_epoch is not None:
+            W = W.astype(Y.dtype).astype(np.float64)
         prepared = backend.prepare(W, lam, n_iter, Y.dtype, step, encoder)
         if buffers is None:  # same shapes every epoch: allocate once
             buffers = backend.allocate(prepared, min(chunk_size, n))
         stats = SufficientStatistics(m, d, n_candidates=m, random_state=random_state)
-        backend.run_epoch(Y, prepared, chunk_size, stats, buffers)
+        codes = None if new_sink is None else new_sink()
+        backend.run_epoch(Y, prepared, chunk_size, stats, buffers, codes)
         F = stats.mean_objective
+        W_encoded = W
         W, n_dead = solve_dictionary(stats, lam, W)
         if progress is not None:
             progress(epoch, F, n_dead)
@@ -289,6 +334,10 @@ def fit_alternating(
         if tol > 0 and history and not _improves(min(history), F, tol, W):
             history.append(F)
             converged = True
+            if last_epoch is not None:
+                W = W_encoded
+                if codes is not None:
+                    last_epoch.codes, last_epoch.stats = codes, stats
             break
         history.append(F)
     return W, history, epoch, converged

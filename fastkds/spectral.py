@@ -498,7 +498,7 @@ def _drain(parts):
         yield parts.pop()
 
 
-class _HeldCodes(list):
+class HeldCodes(list):
     """The CSR triples of the first pass, held until embedded; a chunk's
     indptr counts its own entries only, so it is kept as int32 where it fits
     (the encoder hands it over as int64: 8 bytes a point, a fifth of the
@@ -539,7 +539,7 @@ class ClusteringResults:
             self.codes = DiskCodesWriter(os.path.join(out, "codes"), n_atoms, dtype)
             self._files.append(self.codes)
         else:
-            self.codes = _HeldCodes()
+            self.codes = HeldCodes()
         self._embedding = self._labels = None
 
     def embed(self, projection, sample):

@@ -157,7 +157,7 @@ def seeding_sample(take, rng, n, n_atoms):
     return take(np.sort(random_rows(rng, n, seeding_size(n, n_atoms))))
 
 
-def fit_exact(Y, p, n_pre, init, rng, *, take, seeding_points, backend, sample_backend=None, display):
+def fit_exact(Y, p, n_pre, init, rng, *, take, seeding_points, backend, sample_backend=None, display, last_epoch=None):
     """The exact solver's fit: the warm-start subsamples, the initial atoms
     and the stages, wherever the points live.
 
@@ -189,6 +189,8 @@ def fit_exact(Y, p, n_pre, init, rng, *, take, seeding_points, backend, sample_b
         Runs the epochs on the subsamples, which are in memory (None: ``backend``).
     display : estimator
         Whose ``verbose`` sets the epoch display.
+    last_epoch : fastkds.solvers.LastEpoch or None, default=None
+        For the epochs on all points (see :func:`fit_stages`).
 
     Returns
     -------
@@ -200,10 +202,10 @@ def fit_exact(Y, p, n_pre, init, rng, *, take, seeding_points, backend, sample_b
     W = initial_dictionary(samples[0] if samples else seeding_points(), init, rng, p)
     stages = [("subsample", sample, sample_backend or backend) for sample in samples]
     stages.append(("all points", Y, backend))
-    return fit_stages(stages, W, p, rng, Y.dtype, display)
+    return fit_stages(stages, W, p, rng, Y.dtype, display, last_epoch)
 
 
-def fit_stages(stages, W, p, rng, dtype, display):
+def fit_stages(stages, W, p, rng, dtype, display, last_epoch=None):
     """Alternating minimisation through the warm-start stages.
 
     Parameters
@@ -219,6 +221,10 @@ def fit_stages(stages, W, p, rng, dtype, display):
         The data's, which ``components_`` takes.
     display : estimator
         Whose ``verbose`` sets the epoch display (:func:`fastkds._progress.epochs`).
+    last_epoch : fastkds.solvers.LastEpoch or None, default=None
+        Given, the last stage's fit ends on the dictionary its last epoch
+        encoded with, and keeps that epoch's codes in it
+        (:func:`fastkds.solvers.fit_alternating`).
 
     Returns
     -------
@@ -228,7 +234,7 @@ def fit_stages(stages, W, p, rng, dtype, display):
         starts a fresh stream).
     """
     converged, epochs, history = False, 0, []
-    for label, data, backend in stages:
+    for stage, (label, data, backend) in enumerate(stages):
         bar, progress = _progress.epochs(display, f"KDS epochs ({label}, n={data.shape[0]:,})", p["max_epochs"])
         try:
             with numba_threads(p["n_jobs"]):
@@ -245,6 +251,7 @@ def fit_stages(stages, W, p, rng, dtype, display):
                     random_state=rng,
                     backend=backend,
                     progress=progress,
+                    last_epoch=last_epoch if stage == len(stages) - 1 else None,
                 )
         finally:
             _progress.close(bar)

@@ -16,8 +16,8 @@ from .._validation import (
     check_vote_neighbors,
 )
 from ..diskcodes import check_out_folder
-from ..solvers import SufficientStatistics
-from ..spectral import ClusteringResults, cluster_codes, normalize_rows
+from ..solvers import LastEpoch, SufficientStatistics
+from ..spectral import ClusteringResults, HeldCodes, cluster_codes, normalize_rows
 from . import _saved
 from ._base import (
     KDS_PARAMS_DOC,
@@ -281,7 +281,9 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         t0 = time.perf_counter()
         if dask:
             Y = _dask.persist(Y)  # the dictionary's epochs and the encoding read it
-        commit_fit(kds, {**fit_attributes(kds, Y), "n_features_in_": Y.shape[1]})
+        # codes held in memory can be the fit's last epoch's (not files, nor Dask workers')
+        last_epoch = LastEpoch(None if dask or out is not None else HeldCodes)
+        commit_fit(kds, {**fit_attributes(kds, Y, last_epoch), "n_features_in_": Y.shape[1]})
         timings["dictionary"] = time.perf_counter() - t0
         if dask:
             results = _dask.ClusteringResults(Y, fitted_encoder(kds), n_jobs)
@@ -291,6 +293,8 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
             t0 = time.perf_counter()
             if dask:
                 stats = results.encode()
+            elif last_epoch.codes is not None:  # every point encoded with components_ already
+                results.codes, stats = last_epoch.codes, last_epoch.stats
             else:
                 stats = SufficientStatistics(kds.components_.shape[0], Y.shape[1])
                 fitted_encoder(kds).run(Y, stats, codes_out=results.codes)

@@ -34,6 +34,7 @@ from .._validation import (
     check_vote_neighbors,
 )
 from ..exceptions import warn
+from ..solvers import LastEpoch
 from ..sources import ChunkSource
 from ..spectral import ClusteringResults, cluster_codes
 from . import _saved
@@ -54,6 +55,9 @@ from .kds import KDS, fit_attributes, fitted_encoder
 def _fit_dictionary(kds, Y, threads=None):
     """Fit one unfitted clone on validated ``Y``; return it and its warnings.
 
+    The fit ends as :class:`~fastkds.KDSClustering`'s does, on the
+    dictionary its last epoch encoded with (:class:`fastkds.solvers.LastEpoch`).
+
     With ``threads`` given it runs in a joblib worker process: the clone's
     kernels run on that many Numba threads (only if its own ``n_jobs`` is
     None; restored afterwards, so that encoding back in the caller's
@@ -63,7 +67,7 @@ def _fit_dictionary(kds, Y, threads=None):
     the list is empty.
     """
     if threads is None:
-        fitted = fit_attributes(kds, Y)
+        fitted = fit_attributes(kds, Y, LastEpoch())
         caught = []
     else:
         n_jobs = kds.n_jobs
@@ -72,7 +76,7 @@ def _fit_dictionary(kds, Y, threads=None):
         try:
             with warnings.catch_warnings(record=True) as records:
                 warnings.simplefilter("always")
-                fitted = fit_attributes(kds, Y)
+                fitted = fit_attributes(kds, Y, LastEpoch())
         finally:
             kds.n_jobs = n_jobs
         caught = [(str(w.message), w.category) for w in records]

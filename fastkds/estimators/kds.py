@@ -646,13 +646,18 @@ def fitted_encoder(kds):
     )
 
 
-def fit_attributes(kds, Y):
+def fit_attributes(kds, Y, last_epoch=None):
     """Fit ``kds`` on data already checked by :func:`check_fit_input`.
 
     Parameters
     ----------
     kds : KDS
     Y : ndarray, fastkds.sources.ChunkSource or dask.array.Array
+    last_epoch : fastkds.solvers.LastEpoch or None, default=None
+        A clusterer's: the exact solver's fit then ends on the dictionary
+        whose codes its last epoch computed, and keeps them there
+        (:func:`fastkds.solvers.fit_alternating`). The unrolled solver
+        ignores it.
 
     Returns
     -------
@@ -663,7 +668,13 @@ def fit_attributes(kds, Y):
     p = kds._validated_params()
     if _dask.is_dask_array(Y):
         return _dask.fit_dictionary(
-            Y, p, init=kds.init, presample=kds.presample, random_state=kds.random_state, display=kds
+            Y,
+            p,
+            init=kds.init,
+            presample=kds.presample,
+            random_state=kds.random_state,
+            display=kds,
+            last_epoch=last_epoch,
         )
     n, d = Y.shape
     p["n_atoms"] = fit_n_atoms(n, p["n_atoms"], kds.init)
@@ -691,7 +702,16 @@ def fit_attributes(kds, Y):
         return Y
 
     return warmstart.fit_exact(
-        Y, p, n_pre, kds.init, rng, take=take, seeding_points=seeding_points, backend=backend, display=kds
+        Y,
+        p,
+        n_pre,
+        kds.init,
+        rng,
+        take=take,
+        seeding_points=seeding_points,
+        backend=backend,
+        display=kds,
+        last_epoch=last_epoch,
     )
 
 
