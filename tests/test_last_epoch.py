@@ -101,7 +101,8 @@ def test_clustering_skips_the_second_pass_and_matches_its_model(dtype, monkeypat
     monkeypatch.setattr(FittedEncoder, "run", counted)
     model = KDSClustering(2, random_state=0).fit(Y)
     assert model.kds_.n_iter_ < model.kds_.max_epochs and not passes
+    assert model.timings_["encode"] == 0.0
     np.testing.assert_allclose(model.embedding_, model.transform(Y), rtol=1e-6, atol=1e-8)
     # a fit that stops at max_epochs encodes the points again, with its last update
-    KDSClustering(2, random_state=0, max_epochs=1).fit(Y)
+    assert KDSClustering(2, random_state=0, max_epochs=1).fit(Y).timings_["encode"] > 0.0
     assert len(passes) == 1

@@ -143,7 +143,10 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         with ``vote_neighbors=None``).
     timings_ : dict
         Seconds spent in each stage of the last fit: ``dictionary``,
-        ``encode``, ``embed``, ``kmeans`` and ``vote``.
+        ``encode``, ``embed``, ``kmeans`` and ``vote``. ``encode`` is the
+        pass that encodes every point after the dictionary's fit: 0.0 where
+        the fit converged with its codes in memory and embedded its last
+        epoch's codes instead (docs/algorithm.md, "Dictionary").
     n_features_in_ : int
         Number of features seen during the fit.
     feature_names_in_ : ndarray of str objects, one per feature
@@ -291,14 +294,14 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
             results = ClusteringResults(out, Y.shape[0], kds.components_.shape[0], Y.dtype)
         try:
             t0 = time.perf_counter()
-            if dask:
-                stats = results.encode()
-            elif last_epoch.codes is not None:  # every point encoded with components_ already
+            if last_epoch.codes is not None:  # every point encoded with components_ already: no pass
                 results.codes, stats = last_epoch.codes, last_epoch.stats
+            elif dask:
+                stats = results.encode()
             else:
                 stats = SufficientStatistics(kds.components_.shape[0], Y.shape[1])
                 fitted_encoder(kds).run(Y, stats, codes_out=results.codes)
-            timings["encode"] = time.perf_counter() - t0
+            timings["encode"] = 0.0 if last_epoch.codes is not None else time.perf_counter() - t0
             spectrum, n_clusters, kmeans = cluster_codes(
                 stats.XtX, stats.s, kds.components_, results, rng, params, timings, label=vote_neighbors is None
             )
