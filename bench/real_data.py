@@ -165,7 +165,7 @@ def run_row(name, title, loader, data_dir, *, seeds, timeout, quick, log, params
         row["acc"].append(clustering_accuracy(ys, model.labels_))
         log(
             f"  {name} seed {seed}: fastkds {row['acc'][-1]:.4f} in {row['sec'][-1]:.2f} s "
-            f"(n_atoms {model.kds_.n_atoms}, {model.kds_.n_iter_} epochs)"
+            f"(n_atoms {model.kds_.n_atoms}, {model.kds_.n_iter_} epoch{'' if model.kds_.n_iter_ == 1 else 's'})"
         )
     row["baselines"] = baselines
     if not baselines:

@@ -40,6 +40,11 @@ STDOUT = "-"
 _COMPILE_NOTICE = "compiling kernels (first run only, about 10-30 s)..."
 
 
+def _count(n, noun, plural=None):
+    """``"1 epoch"``, ``"2 epochs"``."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 def _error(message):
     """A SystemExit that prints ``message`` as one line on stderr, exit status 1."""
     return SystemExit("fastkds: error: " + " ".join(str(message).split()))
@@ -131,7 +136,7 @@ class _EpochLines:
         seconds = time.perf_counter() - self.t0
         dead = f", {self.dead} dead atoms" if self.dead else ""
         self.report.stage(
-            f"{self.desc}: {self.count} epochs{stopped} in {seconds:.2f} s, objective {self.objective:.6g}{dead}"
+            f"{self.desc}: {_count(self.count, 'epoch')}{stopped} in {seconds:.2f} s, objective {self.objective:.6g}{dead}"
         )
 
 
@@ -255,7 +260,7 @@ def _demo(args):
     rows = [
         ("generate data", t_data),
         ("compile / load kernels", t_jit),
-        (f"learn dictionary ({epochs} epochs on all points)", t["dictionary"]),
+        (f"learn dictionary ({_count(epochs, 'epoch')} on all points)", t["dictionary"]),
         ("encode all points" + (" (the last epoch's codes)" if kept else ""), t["encode"]),
         ("spectral embedding", t["embed"]),
         ("k-means", t["kmeans"]),
@@ -269,7 +274,7 @@ def _demo(args):
     t0 = time.perf_counter()
     model.kds_.transform(Y)
     print(f"encoder throughput: {args.n / (time.perf_counter() - t0):,.0f} points/s (one pass, timed after the fit)")
-    print(f"fit throughput: {args.n * passes / total:,.0f} point-encodings/s over {passes} passes")
+    print(f"fit throughput: {args.n * passes / total:,.0f} point-encodings/s over {_count(passes, 'pass', 'passes')}")
     return 0 if acc >= args.min_accuracy else 1
 
 

@@ -264,6 +264,7 @@ def fit_alternating(
     step="centred",
     encoder="apg",
     last_epoch=None,
+    best_before=None,
 ):
     """Alternating minimisation with the exact dictionary step.
 
@@ -295,6 +296,11 @@ def fit_alternating(
         epochs then encode with the atoms rounded to the data's dtype, as
         ``components_`` stores them, so the codes are those the fitted
         model gives. None: the fit ends on the last epoch's update.
+    best_before : float or None, default=None
+        The lowest mean objective of a warm start on a uniform random
+        sample of these points: an estimate of theirs, which the stopping
+        rule counts among the earlier epochs' (so a first epoch that does
+        not lower it by ``tol`` ends the fit).
 
     Returns
     -------
@@ -331,7 +337,8 @@ def fit_alternating(
         # short of the optimum, and with atoms re-seeded every epoch (data with
         # repeated rows), the objective does not fall monotonically; an epoch
         # that does not lower it has stopped improving the atoms.
-        if tol > 0 and history and not _improves(min(history), F, tol, W):
+        earlier = history if best_before is None else [best_before, *history]
+        if tol > 0 and earlier and not _improves(min(earlier), F, tol, W):
             history.append(F)
             converged = True
             if last_epoch is not None:

@@ -252,6 +252,7 @@ def fit_stages(stages, W, p, rng, dtype, display, last_epoch=None):
                     backend=backend,
                     progress=progress,
                     last_epoch=last_epoch if stage == len(stages) - 1 else None,
+                    best_before=min(history) if history else None,
                 )
         finally:
             _progress.close(bar)

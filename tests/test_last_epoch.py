@@ -10,7 +10,7 @@ the plain fit, which is exactly one dictionary step further.
 import numpy as np
 import pytest
 
-from fastkds import KDSClustering, _naive, make_moons
+from fastkds import KDSClustering, _naive, clustering_accuracy, make_moons
 from fastkds._backends import CpuBackend
 from fastkds.encoding import FittedEncoder
 from fastkds.prepared import PreparedDictionary, concatenate_csr
@@ -19,7 +19,7 @@ from fastkds.solvers import LastEpoch, fit_alternating, solve_dictionary
 LAM, N_ITER = 2.0, 20
 
 
-def _fit(Y, W0, last_epoch=None, tol=1e-2, max_epochs=30):
+def _fit(Y, W0, last_epoch=None, tol=1e-2, max_epochs=30, best_before=None):
     return fit_alternating(
         Y,
         W0,
@@ -31,6 +31,7 @@ def _fit(Y, W0, last_epoch=None, tol=1e-2, max_epochs=30):
         random_state=np.random.RandomState(0),
         backend=CpuBackend(),
         last_epoch=last_epoch,
+        best_before=best_before,
     )
 
 
@@ -84,6 +85,31 @@ def test_without_a_sink_only_the_dictionary_rule_applies(moons):
     W, *_ = _fit(Y, W0, kept)
     assert kept.codes is None
     np.testing.assert_array_equal(W, _fit(Y, W0, LastEpoch(list))[0])
+
+
+def test_a_warm_starts_objective_counts_among_the_earlier_epochs(moons):
+    """A first epoch that does not lower the warm start's objective by tol
+    ends the fit (on the warm start's atoms and their codes); one that
+    does goes on as without it."""
+    Y, W0 = moons
+    _, history, epochs, _ = _fit(Y, W0)
+    assert epochs >= 2
+    kept = LastEpoch(list)
+    W, history_low, epochs_low, converged = _fit(Y, W0, kept, best_before=0.999 * history[0])
+    assert (epochs_low, converged, history_low) == (1, True, history[:1])
+    np.testing.assert_array_equal(W, W0)  # float64 atoms: nothing to round
+    assert kept.codes is not None
+    _, history_high, epochs_high, _ = _fit(Y, W0, best_before=2.0 * history[0])
+    assert (epochs_high, history_high) == (epochs, history)
+
+
+def test_the_fit_after_a_warm_start_ends_when_its_first_epoch_gains_nothing():
+    """1e5 moons, with the warm start on subsamples: the dictionary on all
+    points stops after one epoch, its codes embedded."""
+    Y, y = make_moons(100_000, random_state=0)
+    model = KDSClustering(2, random_state=0, n_atoms=24).fit(Y)
+    assert model.kds_.n_iter_ == 1 and model.timings_["encode"] == 0.0
+    assert clustering_accuracy(y, model.labels_) > 0.998
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
