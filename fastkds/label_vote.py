@@ -23,7 +23,9 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
    rounds); a reference whose probed cells all hold one label keeps it
    (its own cell is among them). Unless the code graph joins what the
    neighbours part: where the graph joining each reference to its q
-   nearest others falls into 2 to ``n_clusters`` pieces and the k-means
+   nearest others (or, where that falls into more than ``n_clusters``
+   pieces, to the fewest up to 2q that fall into at most ``n_clusters``:
+   :func:`_pieces`) falls into 2 to ``n_clusters`` pieces and the k-means
    labels put more than a stray group of references
    (:data:`fastkds._config.VOTE_STRAY_SHARE`) outside their label's main
    piece, the atoms are too coarse for these data (concentric circles or
@@ -254,8 +256,7 @@ def fit_label_vote(atoms, references, labels, n_neighbors, n_clusters, n_jobs=No
     # predict's neighbours, the q others than itself its graph's edges and
     # its voters in the rounds.
     nearest, _ = model.neighbours(model.references, n_neighbors=q + 1, n_jobs=n_jobs, probes=probes)
-    graph = _neighbour_graph(nearest)
-    n_pieces, piece = connected_components(graph, directed=False)
+    graph, n_pieces, piece = _pieces(model, nearest, probes, n_jobs)
     if 2 <= n_pieces <= model.n_clusters and _joins_pieces(model.labels, piece, model.n_clusters):
         if n_pieces == model.n_clusters:
             fine = piece.astype(np.int32)
@@ -276,6 +277,33 @@ def fit_label_vote(atoms, references, labels, n_neighbors, n_clusters, n_jobs=No
     reference_labels = current.copy()
     reference_labels[rows] = _vote(np.ascontiguousarray(nearest[rows, :q]), current, None, model.n_clusters, n_jobs)
     return model, reference_labels
+
+
+def _pieces(model, nearest, probes, n_jobs):
+    """The references' graph (each joined to its q nearest others) and its
+    connected pieces: ``(graph, n_pieces, piece)``.
+
+    Where it falls into more than ``n_clusters`` pieces, the graph of the
+    fewest neighbours from q + 1 to 2q that falls into at most
+    ``n_clusters`` instead, if one does. The references are a random sample
+    where the points are many, and a sample of a curve leaves gaps wider
+    than q neighbours reach (one seed in eight of 300,000 points on two
+    concentric circles split a circle in two at q = 10, and was labelled
+    half wrong); a piece split off by such a gap joins at a few more
+    neighbours, while pieces still apart at 2q are apart in the data.
+    """
+    graph = _neighbour_graph(nearest)
+    n_pieces, piece = connected_components(graph, directed=False)
+    q = model.n_neighbors
+    if n_pieces <= model.n_clusters:
+        return graph, n_pieces, piece
+    wider, _ = model.neighbours(model.references, n_neighbors=2 * q + 1, n_jobs=n_jobs, probes=probes)
+    for reach in range(q + 2, 2 * q + 2):
+        wide_graph = _neighbour_graph(wider[:, :reach])
+        wide_pieces, wide_piece = connected_components(wide_graph, directed=False)
+        if wide_pieces <= model.n_clusters:
+            return wide_graph, wide_pieces, wide_piece
+    return graph, n_pieces, piece
 
 
 def _neighbour_graph(nearest):

@@ -209,6 +209,45 @@ def test_fewer_pieces_than_clusters_take_spectral_clustering_of_the_references()
     np.testing.assert_array_equal(reference_labels, model.predict(R))
 
 
+def _circles_with_gaps(gap):
+    """Two concentric circles of references 0.1 apart, evenly spaced; the
+    outer one with two gaps of ``gap`` spacings, which part it in two arcs
+    where q neighbours do not reach across; 40 atoms between the circles,
+    and first labels split left from right, as k-means of the code graph
+    leaves such circles."""
+    h = 2 * np.pi / 2000
+    arc = np.concatenate([np.arange(0, 1000), np.arange(1000 + gap, 2000 + gap)]) * h
+    arc = arc[arc < 2 * np.pi - (gap - 1) * h]  # the second gap closes the circle
+    inner = np.arange(0, 2 * np.pi, h / 0.9)
+    R = np.vstack([np.c_[np.cos(arc), np.sin(arc)], 0.9 * np.c_[np.cos(inner), np.sin(inner)]])
+    circle = np.repeat([0, 1], [arc.size, inner.size])
+    t = np.arange(40) * 2 * np.pi / 40
+    W = 0.95 * np.c_[np.cos(t), np.sin(t)]
+    return W, R, circle, (R[:, 0] < 0).astype(np.int32)
+
+
+def test_a_gap_in_the_references_wider_than_q_neighbours_reach_is_crossed():
+    """Gaps of 10.5 spacings part the outer circle at q = 10 (three pieces,
+    more than k, so the pieces alone say nothing) but not at 11: the
+    references then take the two circles. Gaps of 30 spacings, wider than
+    2q reaches, stay: the pieces rule does not act, and the labels are the
+    vote's of the first ones."""
+    from scipy.sparse.csgraph import connected_components
+
+    W, R, circle, first = _circles_with_gaps(10.5)
+    model, reference_labels = fit_label_vote(W, R, first, 10, 2)
+    for q, pieces in [(10, 3), (11, 2)]:
+        nearest, _ = model.neighbours(R, n_neighbors=q + 1)
+        assert connected_components(_neighbour_graph(nearest), directed=False)[0] == pieces
+    assert clustering_accuracy(circle, reference_labels) == 1.0
+    np.testing.assert_array_equal(reference_labels, model.predict(R))
+    W, R, circle, first = _circles_with_gaps(30)
+    model, reference_labels = fit_label_vote(W, R, first, 10, 2)
+    nearest, _ = model.neighbours(R, n_neighbors=21)
+    assert connected_components(_neighbour_graph(nearest), directed=False)[0] == 3
+    assert clustering_accuracy(circle, reference_labels) < 0.6
+
+
 def test_reference_rows_are_all_points_or_a_sample():
     rng = np.random.RandomState(0)
     np.testing.assert_array_equal(reference_rows(500, 5, rng), np.arange(500))
