@@ -34,7 +34,6 @@ from .._validation import (
     check_vote_neighbors,
 )
 from ..exceptions import warn
-from ..solvers import LastEpoch
 from ..sources import ChunkSource
 from ..spectral import ClusteringResults, cluster_codes
 from . import _saved
@@ -55,8 +54,10 @@ from .kds import KDS, fit_attributes, fitted_encoder
 def _fit_dictionary(kds, Y, threads=None):
     """Fit one unfitted clone on validated ``Y``; return it and its warnings.
 
-    The fit ends as :class:`~fastkds.KDSClustering`'s does, on the
-    dictionary its last epoch encoded with (:class:`fastkds.solvers.LastEpoch`).
+    The fit is :meth:`KDS.fit`'s, ending on its last epoch's update, not
+    on the dictionary that epoch encoded with as
+    :class:`~fastkds.KDSClustering`'s does: the ensemble encodes the points
+    again either way (docs/algorithm.md, "Dictionary").
 
     With ``threads`` given it runs in a joblib worker process: the clone's
     kernels run on that many Numba threads (only if its own ``n_jobs`` is
@@ -67,7 +68,7 @@ def _fit_dictionary(kds, Y, threads=None):
     the list is empty.
     """
     if threads is None:
-        fitted = fit_attributes(kds, Y, LastEpoch())
+        fitted = fit_attributes(kds, Y)
         caught = []
     else:
         n_jobs = kds.n_jobs
@@ -76,7 +77,7 @@ def _fit_dictionary(kds, Y, threads=None):
         try:
             with warnings.catch_warnings(record=True) as records:
                 warnings.simplefilter("always")
-                fitted = fit_attributes(kds, Y, LastEpoch())
+                fitted = fit_attributes(kds, Y)
         finally:
             kds.n_jobs = n_jobs
         caught = [(str(w.message), w.category) for w in records]
