@@ -302,14 +302,17 @@ def _pairs_by_cell(probes, points, m):
 
 @njit(cache=True, nogil=True)
 def _gather64(A, rows, out, norms):
-    """``out[u] = A[rows[u]]`` in float64, and ``norms[u]`` its squared norm."""
+    """``out[u] = A[rows[u]]`` in float64, and ``norms[u]`` its squared norm
+    (none where ``norms`` is empty)."""
+    want = norms.shape[0] > 0
     for u in range(rows.shape[0]):
         s = 0.0
         for t in range(A.shape[1]):
             v = np.float64(A[rows[u], t])
             out[u, t] = v
             s += v * v
-        norms[u] = s
+        if want:
+            norms[u] = s
 
 
 @njit(cache=True, nogil=True)
@@ -379,10 +382,9 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
             C = np.empty((size, d))
             _gather64(R, cell_refs[cell_start[a] : cell_start[a + 1]], C, cc[cell_start[a] : cell_start[a + 1]])
             P = np.empty((min(first[a + 1] - first[a], PAIR_ROWS), d))
-            norms = np.empty(P.shape[0])
             for v0 in range(first[a], first[a + 1], PAIR_ROWS):
                 v1 = min(v0 + PAIR_ROWS, first[a + 1])
-                _gather64(Y, searching[lo + pair_t[v0:v1]], P[: v1 - v0], norms[: v1 - v0])
+                _gather64(Y, searching[lo + pair_t[v0:v1]], P[: v1 - v0], pp[:0])  # their norms are pp
                 D = np.dot(P[: v1 - v0], C.T)
                 for v in range(v0, v1):
                     t = pair_t[v]
