@@ -31,6 +31,14 @@ from ._shared_kernels import (
 #: that results do not depend on how many threads run.
 BLOCK = 256
 
+#: k-means++ skips a row for a candidate whose squared distance from the
+#: row's nearest seed is at least this many times the row's own: 4 by the
+#: triangle inequality (the candidate is then no nearer than that seed), and
+#: the excess covers the rounding of the distances compared (relative
+#: 1e-6, far above float64's for the sums of any d a machine holds), so the skip never
+#: changes a distance the kernel would have kept.
+SEEDING_SKIP = 4.0 * (1.0 + 1e-6) ** 2
+
 
 @njit(cache=True, nogil=True)
 def thread_blocks(n, max_rows, n_threads):
@@ -961,7 +969,7 @@ def accumulate_statistics(indptr, indices, data, Y, n_parts, XtX, s, XtY):
 
 
 @njit(parallel=True, cache=True, fastmath={"reassoc", "contract"})
-def seeding_distances(Y, candidates, closest, D, block_sums):
+def seeding_distances(Y, candidates, closest, seed_of, reach, D, block_sums):
     """``D[i, t] = min(closest[i], ||Y[i] - Y[candidates[t]]||^2)`` and
     ``block_sums[b, t]``, the sum of ``D[:, t]`` over block ``b`` of
     ``BLOCK`` rows, all in float64.
@@ -971,23 +979,36 @@ def seeding_distances(Y, candidates, closest, D, block_sums):
     at half the cost. The sums go by fixed blocks, so they do not depend on
     the number of threads; the squared distances are summed in float64 with
     reassociation allowed, which lets the feature loop vectorise.
+
+    Rows the triangle inequality rules out are not read: row i's nearest
+    seed so far is ``seed_of[i]``, and where ``reach[seed_of[i], t]`` (a
+    lower bound on the squared distance from that seed to candidate t) is at
+    least ``SEEDING_SKIP * closest[i]``, the candidate lies farther from the
+    row than that seed does, so ``D[i, t]`` is ``closest[i]``: the value the
+    sum would give, so the results are the same with or without the rule.
+    ``reach`` with no rows (the first seed) rules out nothing.
     """
     n, d = Y.shape
     t = candidates.shape[0]
     n_blocks = (n + BLOCK - 1) // BLOCK
+    bounded = reach.shape[0] > 0
     for blk in prange(n_blocks):
         lo = blk * BLOCK
         hi = min(lo + BLOCK, n)
         for j in range(t):
             block_sums[blk, j] = 0.0
         for i in range(lo, hi):
+            near = closest[i]
             for j in range(t):
-                c = candidates[j]
-                acc = 0.0
-                for k in range(d):
-                    diff = np.float64(Y[i, k]) - np.float64(Y[c, k])
-                    acc += diff * diff
-                v = min(acc, closest[i])
+                if bounded and reach[seed_of[i], j] >= SEEDING_SKIP * near:
+                    v = near
+                else:
+                    c = candidates[j]
+                    acc = 0.0
+                    for k in range(d):
+                        diff = np.float64(Y[i, k]) - np.float64(Y[c, k])
+                        acc += diff * diff
+                    v = min(acc, near)
                 D[i, j] = v
                 block_sums[blk, j] += v
 

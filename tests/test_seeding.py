@@ -70,3 +70,51 @@ def test_fit_seeds_on_its_n_jobs_threads(monkeypatch):
     Y, _ = make_moons(500, random_state=0)
     KDS(8, max_epochs=1, tol=0.0, n_jobs=1, random_state=0).fit(Y)
     assert seen and set(seen) == {1}
+
+
+def _first_pass(Y, seeds, candidates):
+    """``closest``, ``seed_of`` and the unbounded distances of ``candidates``
+    for rows of ``Y`` given chosen ``seeds`` (row numbers)."""
+    from fastkds._kernels import BLOCK, seeding_distances
+
+    n, t = Y.shape[0], candidates.shape[0]
+    sq = ((Y[:, None, :].astype(np.float64) - Y[seeds][None].astype(np.float64)) ** 2).sum(axis=2)
+    closest, seed_of = sq.min(axis=1), sq.argmin(axis=1)
+    D = np.empty((n, t))
+    sums = np.empty(((n + BLOCK - 1) // BLOCK, t))
+    seeding_distances(Y, candidates, closest, seed_of, np.empty((0, t)), D, sums)
+    return closest, seed_of, D, sums
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_bounds_keep_every_distance(dtype):
+    # the triangle-inequality skip may change no distance and no block sum
+    from fastkds._kernels import seeding_distances
+    from fastkds.seeding import _reach
+
+    Y = make_blobs(3000, n_features=20, centers=10, random_state=7)[0].astype(dtype)
+    Y = np.vstack([Y, Y[:40]])  # ties: rows at distance 0 from a seed
+    seeds, candidates = np.arange(0, 600, 60), np.array([5, 17, 2999, 3001, 1234])
+    closest, seed_of, D, sums = _first_pass(Y, seeds, candidates)
+    reach = _reach(
+        Y[seeds].astype(np.float64), (Y[seeds].astype(np.float64) ** 2).sum(axis=1), Y[candidates].astype(np.float64)
+    )
+    bounded_D, bounded_sums = np.empty_like(D), np.empty_like(sums)
+    seeding_distances(Y, candidates, closest, seed_of, reach, bounded_D, bounded_sums)
+    np.testing.assert_array_equal(bounded_D, D)
+    np.testing.assert_array_equal(bounded_sums, sums)
+    # and they do rule out most pairs here: far blobs' rows keep their seed
+    exact = ((Y[seeds][:, None, :].astype(np.float64) - Y[candidates][None].astype(np.float64)) ** 2).sum(axis=2)
+    assert np.all(reach <= exact)
+    assert np.mean(reach[seed_of] >= 4 * closest[:, None]) > 0.5
+
+
+def test_rows_ruled_out_keep_their_nearest_seed():
+    # a bound past every row's: no row is read, each keeps its distance
+    from fastkds._kernels import seeding_distances
+
+    Y = make_blobs(500, n_features=6, centers=3, random_state=8)[0]
+    candidates = np.array([1, 2, 3])
+    closest, seed_of, D, sums = _first_pass(Y, np.array([0, 250]), candidates)
+    seeding_distances(Y, candidates, closest, seed_of, np.full((2, 3), np.inf), D, sums)
+    np.testing.assert_array_equal(D, np.repeat(closest[:, None], 3, axis=1))
