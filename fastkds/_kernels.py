@@ -31,13 +31,12 @@ from ._shared_kernels import (
 #: that results do not depend on how many threads run.
 BLOCK = 256
 
-#: k-means++ skips a row for a candidate whose squared distance from the
-#: row's nearest seed is at least this many times the row's own: 4 by the
-#: triangle inequality (the candidate is then no nearer than that seed), and
-#: the excess covers the rounding of the distances compared (relative
-#: 1e-6, far above float64's for the sums of any d a machine holds), so the skip never
-#: changes a distance the kernel would have kept.
-SEEDING_SKIP = 4.0 * (1.0 + 1e-6) ** 2
+#: k-means++ skips a row for a candidate only where a bound puts the
+#: candidate at least ``1 + SEEDING_SLACK`` times as far from the row as its
+#: nearest seed: the excess covers the rounding of the distances compared
+#: (relative 1e-6, far above float64's for the sums of any d a machine
+#: holds), so a skip never changes a distance the kernel would have kept.
+SEEDING_SLACK = 1e-6
 
 
 @njit(cache=True, nogil=True)
@@ -969,7 +968,7 @@ def accumulate_statistics(indptr, indices, data, Y, n_parts, XtX, s, XtY):
 
 
 @njit(parallel=True, cache=True, fastmath={"reassoc", "contract"})
-def seeding_distances(Y, candidates, closest, seed_of, reach, D, block_sums):
+def seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin, D, block_sums):
     """``D[i, t] = min(closest[i], ||Y[i] - Y[candidates[t]]||^2)`` and
     ``block_sums[b, t]``, the sum of ``D[:, t]`` over block ``b`` of
     ``BLOCK`` rows, all in float64.
@@ -980,18 +979,26 @@ def seeding_distances(Y, candidates, closest, seed_of, reach, D, block_sums):
     the number of threads; the squared distances are summed in float64 with
     reassociation allowed, which lets the feature loop vectorise.
 
-    Rows the triangle inequality rules out are not read: row i's nearest
-    seed so far is ``seed_of[i]``, and where ``reach[seed_of[i], t]`` (a
-    lower bound on the squared distance from that seed to candidate t) is at
-    least ``SEEDING_SKIP * closest[i]``, the candidate lies farther from the
-    row than that seed does, so ``D[i, t]`` is ``closest[i]``: the value the
-    sum would give, so the results are the same with or without the rule.
-    ``reach`` with no rows (the first seed) rules out nothing.
+    A pair a bound rules out is not summed: its ``D[i, t]`` is
+    ``closest[i]``, the value the sum would give, so the results are the
+    same with or without the bounds. Two bounds, each off where its array
+    has no rows or columns (the first seed's pass has neither):
+
+    - the triangle inequality: row i's nearest seed so far is
+      ``seed_of[i]``, and ``reach[seed_of[i], t]`` bounds that seed's
+      squared distance from candidate t from below; at four times
+      ``closest[i]`` or more the candidate is no nearer than the seed;
+    - a projection: ``Z`` holds the rows' coordinates on a few orthonormal
+      directions (less their mean), so ``||Z[i] - Z[c]||`` is at most
+      ``||Y[i] - Y[c]||`` but for rounding, which ``margin * spread[i]``
+      bounds for row i (``spread``: its distance from that mean).
     """
     n, d = Y.shape
     t = candidates.shape[0]
     n_blocks = (n + BLOCK - 1) // BLOCK
     bounded = reach.shape[0] > 0
+    projected = Z.shape[1] > 0
+    far = 4.0 * (1.0 + SEEDING_SLACK) ** 2
     for blk in prange(n_blocks):
         lo = blk * BLOCK
         hi = min(lo + BLOCK, n)
@@ -999,16 +1006,25 @@ def seeding_distances(Y, candidates, closest, seed_of, reach, D, block_sums):
             block_sums[blk, j] = 0.0
         for i in range(lo, hi):
             near = closest[i]
+            reach_i = np.sqrt(near) * (1.0 + SEEDING_SLACK) + margin * spread[i] if projected else 0.0
             for j in range(t):
-                if bounded and reach[seed_of[i], j] >= SEEDING_SKIP * near:
-                    v = near
-                else:
-                    c = candidates[j]
-                    acc = 0.0
-                    for k in range(d):
-                        diff = np.float64(Y[i, k]) - np.float64(Y[c, k])
-                        acc += diff * diff
-                    v = min(acc, near)
+                c = candidates[j]
+                v = near
+                if not (bounded and reach[seed_of[i], j] >= far * near):
+                    keep = True
+                    if projected:
+                        lim = reach_i + margin * spread[c]
+                        acc = 0.0
+                        for k in range(Z.shape[1]):
+                            diff = Z[i, k] - Z[c, k]
+                            acc += diff * diff
+                        keep = acc < lim * lim
+                    if keep:
+                        acc = 0.0
+                        for k in range(d):
+                            diff = np.float64(Y[i, k]) - np.float64(Y[c, k])
+                            acc += diff * diff
+                        v = min(acc, near)
                 D[i, j] = v
                 block_sums[blk, j] += v
 

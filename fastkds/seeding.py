@@ -9,16 +9,25 @@ each pass over the data one parallel kernel
 (:func:`fastkds._kernels.seeding_distances`). For float64 data the atoms
 are scikit-learn's, up to the rounding of distances.
 
-The pass skips the rows a candidate cannot come nearer to than their
-nearest seed so far (the triangle inequality, as Elkan's k-means does, on
-bounds from one small product of the seeds and the candidates), so it reads
-less of the data as the seeds fill it; the distances it keeps, and so the
-seeds, are the same.
+The pass skips the pairs of a row and a candidate that bounds show to be
+no nearer than the row's nearest seed so far: the triangle inequality (as
+Elkan's k-means uses it, on one small product of the seeds and the
+candidates) and, for data of many features, their distance along a few
+principal directions, which cannot exceed the whole. It reads less of the
+data as the seeds fill it; the distances it keeps, and so the seeds, are
+the same.
 """
 
 import numpy as np
 
+from . import _config
 from ._kernels import BLOCK, seeding_distances
+
+#: Directions of the projection bound (:func:`_projection`). Its set-up
+#: reads the data once more, so it is used where a pass is long and the
+#: bound cheap beside the distance it may save: at least ``8 r`` features
+#: and ``64 r`` rows (where its basis, from ``8 r`` rows, is a small part).
+PROJECTED_FEATURES = 32
 
 
 def kmeans_plusplus_indices(Y, n_centres, rng):
@@ -57,14 +66,16 @@ def kmeans_plusplus_indices(Y, n_centres, rng):
     seeds[0] = Y[indices[0]]
     seed_norms = np.empty(n_centres)
     seed_norms[0] = seeds[0] @ seeds[0]
-    seeding_distances(Y, indices[:1], np.full(n, np.inf), seed_of, np.empty((0, n_trials)), D, block_sums)
+    Z, spread, margin = _projection(Y)
+    none = np.empty((0, 0))
+    seeding_distances(Y, indices[:1], np.full(n, np.inf), seed_of, none, none, spread, margin, D, block_sums)
     closest = D[:, 0].copy()
     potential = block_sums[:, 0].sum()
     for c in range(1, n_centres):
         draws = rng.uniform(size=n_trials) * potential
         candidates = np.minimum(np.searchsorted(np.cumsum(closest), draws), n - 1)
         reach = _reach(seeds[:c], seed_norms[:c], Y[candidates].astype(np.float64))
-        seeding_distances(Y, candidates, closest, seed_of, reach, D, block_sums)
+        seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin, D, block_sums)
         potentials = block_sums.sum(axis=0)
         best = int(np.argmin(potentials))
         indices[c] = candidates[best]
@@ -86,3 +97,33 @@ def _reach(seeds, seed_norms, candidates):
     scale = seed_norms[:, None] + cand_norms[None, :]
     slack = 2 * (candidates.shape[1] + 4) * np.finfo(np.float64).eps
     return scale * (1.0 - slack) - 2.0 * (seeds @ candidates.T)
+
+
+def _projection(Y):
+    """The projection bound's arrays for :func:`fastkds._kernels.seeding_distances`:
+    ``(Z, spread, margin)``, with ``Z`` of no columns where it is not used.
+
+    ``Z`` holds the rows less their mean ``mu`` on ``PROJECTED_FEATURES``
+    orthonormal directions: the principal ones of evenly spaced rows (no
+    random draw, so the seeds' stream is scikit-learn's), orthonormalised
+    by a Householder QR. ``spread[i]`` is ``||Y[i] - mu||``; ``margin *
+    (spread[i] + spread[c])`` bounds the rounding of ``||Z[i] - Z[c]||``,
+    twice the sum of ``sqrt(r) d + 1`` epsilons of each (the difference,
+    the product of d terms in each of r coordinates).
+    """
+    n, d = Y.shape
+    r = PROJECTED_FEATURES
+    if d < 8 * r or n < 64 * r or n * r * 8 > _config.LOAD_WHOLE_BYTES:
+        return np.empty((n, 0)), np.empty(0), 0.0
+    sample = Y[np.linspace(0, n - 1, 8 * r).astype(np.int64)].astype(np.float64)
+    mu = sample.mean(axis=0)
+    sample -= mu
+    _, vectors = np.linalg.eigh(sample @ sample.T)
+    directions = np.linalg.qr(sample.T @ vectors[:, -r:])[0]
+    Z = np.empty((n, r))
+    spread = np.empty(n)
+    for lo in range(0, n, 4096):
+        rows = Y[lo : lo + 4096] - mu
+        Z[lo : lo + 4096] = rows @ directions
+        spread[lo : lo + 4096] = np.sqrt(np.einsum("ij,ij->i", rows, rows))
+    return Z, spread, 2 * (np.sqrt(r) * d + 1) * np.finfo(np.float64).eps

@@ -72,49 +72,88 @@ def test_fit_seeds_on_its_n_jobs_threads(monkeypatch):
     assert seen and set(seen) == {1}
 
 
-def _first_pass(Y, seeds, candidates):
-    """``closest``, ``seed_of`` and the unbounded distances of ``candidates``
-    for rows of ``Y`` given chosen ``seeds`` (row numbers)."""
+def _pass(Y, candidates, closest, seed_of, reach=None, projection=None):
+    """One seeding pass's distances and block sums; no bound unless given."""
     from fastkds._kernels import BLOCK, seeding_distances
 
     n, t = Y.shape[0], candidates.shape[0]
-    sq = ((Y[:, None, :].astype(np.float64) - Y[seeds][None].astype(np.float64)) ** 2).sum(axis=2)
-    closest, seed_of = sq.min(axis=1), sq.argmin(axis=1)
     D = np.empty((n, t))
     sums = np.empty(((n + BLOCK - 1) // BLOCK, t))
-    seeding_distances(Y, candidates, closest, seed_of, np.empty((0, t)), D, sums)
-    return closest, seed_of, D, sums
+    reach = np.empty((0, t)) if reach is None else reach
+    Z, spread, margin = (np.empty((n, 0)), np.empty(0), 0.0) if projection is None else projection
+    seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin, D, sums)
+    return D, sums
+
+
+def _nearest(Y, seeds):
+    """Each row's squared distance from its nearest of the rows ``seeds``, and which."""
+    sq = ((Y[:, None, :].astype(np.float64) - Y[seeds][None].astype(np.float64)) ** 2).sum(axis=2)
+    return sq.min(axis=1), sq.argmin(axis=1)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_bounds_keep_every_distance(dtype):
-    # the triangle-inequality skip may change no distance and no block sum
-    from fastkds._kernels import seeding_distances
+def test_triangle_bounds_keep_every_distance(dtype):
+    # the skip may change no distance and no block sum
     from fastkds.seeding import _reach
 
     Y = make_blobs(3000, n_features=20, centers=10, random_state=7)[0].astype(dtype)
     Y = np.vstack([Y, Y[:40]])  # ties: rows at distance 0 from a seed
     seeds, candidates = np.arange(0, 600, 60), np.array([5, 17, 2999, 3001, 1234])
-    closest, seed_of, D, sums = _first_pass(Y, seeds, candidates)
-    reach = _reach(
-        Y[seeds].astype(np.float64), (Y[seeds].astype(np.float64) ** 2).sum(axis=1), Y[candidates].astype(np.float64)
-    )
-    bounded_D, bounded_sums = np.empty_like(D), np.empty_like(sums)
-    seeding_distances(Y, candidates, closest, seed_of, reach, bounded_D, bounded_sums)
+    closest, seed_of = _nearest(Y, seeds)
+    S = Y[seeds].astype(np.float64)
+    reach = _reach(S, (S**2).sum(axis=1), Y[candidates].astype(np.float64))
+    D, sums = _pass(Y, candidates, closest, seed_of)
+    bounded_D, bounded_sums = _pass(Y, candidates, closest, seed_of, reach=reach)
     np.testing.assert_array_equal(bounded_D, D)
     np.testing.assert_array_equal(bounded_sums, sums)
-    # and they do rule out most pairs here: far blobs' rows keep their seed
-    exact = ((Y[seeds][:, None, :].astype(np.float64) - Y[candidates][None].astype(np.float64)) ** 2).sum(axis=2)
+    # the bounds are bounds, and here they rule out most pairs
+    exact = ((S[:, None, :] - Y[candidates][None].astype(np.float64)) ** 2).sum(axis=2)
     assert np.all(reach <= exact)
     assert np.mean(reach[seed_of] >= 4 * closest[:, None]) > 0.5
 
 
-def test_rows_ruled_out_keep_their_nearest_seed():
-    # a bound past every row's: no row is read, each keeps its distance
-    from fastkds._kernels import seeding_distances
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("offset", [0.0, 1e4])
+def test_projection_bounds_keep_every_distance(dtype, offset):
+    from fastkds.seeding import PROJECTED_FEATURES, _projection
 
+    r = PROJECTED_FEATURES
+    Y = (make_blobs(64 * r, n_features=8 * r, centers=12, random_state=9)[0] + offset).astype(dtype)
+    seeds, candidates = np.arange(0, 64 * r, 97), np.array([3, 500, 1000, 64 * r - 1])
+    closest, seed_of = _nearest(Y, seeds)
+    Z, spread, margin = projection = _projection(Y)
+    assert Z.shape == (Y.shape[0], r) and margin > 0
+    D, sums = _pass(Y, candidates, closest, seed_of)
+    projected_D, projected_sums = _pass(Y, candidates, closest, seed_of, projection=projection)
+    np.testing.assert_array_equal(projected_D, D)
+    np.testing.assert_array_equal(projected_sums, sums)
+    # the projected distances are at most the whole, and rule out most pairs here
+    whole = ((Y[:, None, :].astype(np.float64) - Y[candidates][None].astype(np.float64)) ** 2).sum(axis=2)
+    projected = ((Z[:, None, :] - Z[candidates][None]) ** 2).sum(axis=2)
+    assert np.all(projected <= whole * (1 + 1e-9) + 1e-9 * offset**2)
+    if offset == 0.0:
+        assert np.mean(projected >= closest[:, None]) > 0.5
+
+
+def test_projection_only_for_many_features_and_rows():
+    from fastkds.seeding import PROJECTED_FEATURES, _projection
+
+    r = PROJECTED_FEATURES
+    for n, d in ((64 * r - 1, 8 * r), (64 * r, 8 * r - 1)):
+        assert _projection(np.ones((n, d)))[0].shape == (n, 0)
+
+
+def test_pairs_ruled_out_keep_their_nearest_seed():
+    # a bound past every row's: no pair is summed, each row keeps its distance
     Y = make_blobs(500, n_features=6, centers=3, random_state=8)[0]
     candidates = np.array([1, 2, 3])
-    closest, seed_of, D, sums = _first_pass(Y, np.array([0, 250]), candidates)
-    seeding_distances(Y, candidates, closest, seed_of, np.full((2, 3), np.inf), D, sums)
+    closest, seed_of = _nearest(Y, np.array([0, 250]))
+    D, _ = _pass(Y, candidates, closest, seed_of, reach=np.full((2, 3), np.inf))
     np.testing.assert_array_equal(D, np.repeat(closest[:, None], 3, axis=1))
+    # and so with a projection that puts the candidates out of every other row's reach
+    far = np.zeros((500, 1))
+    far[candidates, 0] = 1e9 * np.arange(1, 4)
+    D, _ = _pass(Y, candidates, closest, seed_of, projection=(far, np.zeros(500), 0.0))
+    others = np.setdiff1d(np.arange(500), candidates)
+    np.testing.assert_array_equal(D[others], np.repeat(closest[others, None], 3, axis=1))
+    np.testing.assert_array_equal(D[candidates, [0, 1, 2]], 0.0)
