@@ -23,6 +23,12 @@ import numpy as np
 from . import _config
 from ._kernels import BLOCK, seeding_distances
 
+#: Fewest features for the triangle bound: on fewer, its bookkeeping per
+#: seed costs more than the short distances it saves (blobs of 10,000
+#: points, 100 seeds: slower at 4 and 8 features, 30% faster at 16;
+#: docs/experiments.md).
+TRIANGLE_MIN_FEATURES = 16
+
 #: Directions of the projection bound (:func:`_projection`). Its set-up
 #: reads the data once more, so it is used where a pass is long and the
 #: bound cheap beside the distance it may save: at least ``8 r`` features
@@ -61,27 +67,30 @@ def kmeans_plusplus_indices(Y, n_centres, rng):
     n_blocks = (n + BLOCK - 1) // BLOCK
     D = np.empty((n, n_trials))
     block_sums = np.empty((n_blocks, n_trials))
-    seed_of = np.zeros(n, dtype=np.int64)  # each row's nearest seed so far, by its place in indices
-    seeds = np.empty((n_centres, Y.shape[1]))  # the seeds in float64, for the bounds
-    seeds[0] = Y[indices[0]]
-    seed_norms = np.empty(n_centres)
-    seed_norms[0] = seeds[0] @ seeds[0]
-    Z, spread, margin = _projection(Y)
     none = np.empty((0, 0))
+    triangle = Y.shape[1] >= TRIANGLE_MIN_FEATURES
+    seed_of = np.zeros(n if triangle else 0, dtype=np.int64)  # each row's nearest seed so far, by its place in indices
+    seeds = np.empty((n_centres if triangle else 0, Y.shape[1]))  # the seeds in float64, for the bounds
+    seed_norms = np.empty(n_centres)
+    if triangle:
+        seeds[0] = Y[indices[0]]
+        seed_norms[0] = seeds[0] @ seeds[0]
+    Z, spread, margin = _projection(Y)
     seeding_distances(Y, indices[:1], np.full(n, np.inf), seed_of, none, none, spread, margin, D, block_sums)
     closest = D[:, 0].copy()
     potential = block_sums[:, 0].sum()
     for c in range(1, n_centres):
         draws = rng.uniform(size=n_trials) * potential
         candidates = np.minimum(np.searchsorted(np.cumsum(closest), draws), n - 1)
-        reach = _reach(seeds[:c], seed_norms[:c], Y[candidates].astype(np.float64))
+        reach = _reach(seeds[:c], seed_norms[:c], Y[candidates].astype(np.float64)) if triangle else none
         seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin, D, block_sums)
         potentials = block_sums.sum(axis=0)
         best = int(np.argmin(potentials))
         indices[c] = candidates[best]
-        seed_of[D[:, best] < closest] = c
-        seeds[c] = Y[indices[c]]
-        seed_norms[c] = seeds[c] @ seeds[c]
+        if triangle:
+            seed_of[D[:, best] < closest] = c
+            seeds[c] = Y[indices[c]]
+            seed_norms[c] = seeds[c] @ seeds[c]
         closest = D[:, best].copy()
         potential = potentials[best]
     return indices
