@@ -9,11 +9,11 @@ each pass over the data one parallel kernel
 (:func:`fastkds._kernels.seeding_distances`). For float64 data the atoms
 are scikit-learn's, up to the rounding of distances.
 
-The pass skips the pairs of a row and a candidate that bounds show to be
-no nearer than the row's nearest seed so far: the triangle inequality (as
-Elkan's k-means uses it, on one small product of the seeds and the
-candidates) and, for data of many features, their distance along a few
-principal directions, which cannot exceed the whole. It reads less of the
+The pass skips the pairs of a row and a candidate that a bound shows to be
+no nearer than the row's nearest seed so far: for data of many features
+their distance along a few principal directions, which cannot exceed the
+whole; otherwise the triangle inequality (as Elkan's k-means uses it, on
+one small product of the seeds and the candidates). It reads less of the
 data as the seeds fill it; the distances it keeps, and so the seeds, are
 the same.
 """
@@ -24,9 +24,8 @@ from . import _config
 from ._kernels import BLOCK, seeding_distances
 
 #: Fewest features for the triangle bound: on fewer, its bookkeeping per
-#: seed costs more than the short distances it saves (blobs of 10,000
-#: points, 100 seeds: slower at 4 and 8 features, 30% faster at 16;
-#: docs/experiments.md).
+#: seed costs more than the short distances it saves (docs/experiments.md,
+#: "k-means++ seeding that skips what bounds rule out").
 TRIANGLE_MIN_FEATURES = 16
 
 #: Directions of the projection bound (:func:`_projection`). Its set-up
@@ -68,14 +67,16 @@ def kmeans_plusplus_indices(Y, n_centres, rng):
     D = np.empty((n, n_trials))
     block_sums = np.empty((n_blocks, n_trials))
     none = np.empty((0, 0))
-    triangle = Y.shape[1] >= TRIANGLE_MIN_FEATURES
+    Z, spread, margin = _projection(Y)
+    # where the projection serves, it rules out most of what the triangle
+    # would, and the triangle's product grows with the seeds: one bound
+    triangle = Z.shape[1] == 0 and Y.shape[1] >= TRIANGLE_MIN_FEATURES
     seed_of = np.zeros(n if triangle else 0, dtype=np.int64)  # each row's nearest seed so far, by its place in indices
     seeds = np.empty((n_centres if triangle else 0, Y.shape[1]))  # the seeds in float64, for the bounds
     seed_norms = np.empty(n_centres)
     if triangle:
         seeds[0] = Y[indices[0]]
         seed_norms[0] = seeds[0] @ seeds[0]
-    Z, spread, margin = _projection(Y)
     seeding_distances(Y, indices[:1], np.full(n, np.inf), seed_of, none, none, spread, margin, D, block_sums)
     closest = D[:, 0].copy()
     potential = block_sums[:, 0].sum()
