@@ -66,35 +66,69 @@ def kmeans_plusplus_indices(Y, n_centres, rng):
     n_blocks = (n + BLOCK - 1) // BLOCK
     D = np.empty((n, n_trials))
     block_sums = np.empty((n_blocks, n_trials))
-    none = np.empty((0, 0))
-    Z, spread, margin = _projection(Y)
-    # where the projection serves, it rules out most of what the triangle
-    # would, and the triangle's product grows with the seeds: one bound
-    triangle = Z.shape[1] == 0 and Y.shape[1] >= TRIANGLE_MIN_FEATURES
-    seed_of = np.zeros(n if triangle else 0, dtype=np.int64)  # each row's nearest seed so far, by its place in indices
-    seeds = np.empty((n_centres if triangle else 0, Y.shape[1]))  # the seeds in float64, for the bounds
-    seed_norms = np.empty(n_centres)
-    if triangle:
-        seeds[0] = Y[indices[0]]
-        seed_norms[0] = seeds[0] @ seeds[0]
-    seeding_distances(Y, indices[:1], np.full(n, np.inf), seed_of, none, none, spread, margin, D, block_sums)
+    bounds = _Bounds(Y, n_centres)
+    seeding_distances(Y, indices[:1], np.full(n, np.inf), *bounds.first(), D, block_sums)
     closest = D[:, 0].copy()
     potential = block_sums[:, 0].sum()
+    bounds.chose(0, indices[0], None)
     for c in range(1, n_centres):
         draws = rng.uniform(size=n_trials) * potential
         candidates = np.minimum(np.searchsorted(np.cumsum(closest), draws), n - 1)
-        reach = _reach(seeds[:c], seed_norms[:c], Y[candidates].astype(np.float64)) if triangle else none
-        seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin, D, block_sums)
+        seeding_distances(Y, candidates, closest, *bounds.of(candidates), D, block_sums)
         potentials = block_sums.sum(axis=0)
         best = int(np.argmin(potentials))
         indices[c] = candidates[best]
-        if triangle:
-            seed_of[D[:, best] < closest] = c
-            seeds[c] = Y[indices[c]]
-            seed_norms[c] = seeds[c] @ seeds[c]
+        bounds.chose(c, indices[c], D[:, best] < closest)
         closest = D[:, best].copy()
         potential = potentials[best]
     return indices
+
+
+class _Bounds:
+    """The arguments of :func:`fastkds._kernels.seeding_distances` that
+    bound its distances, kept up to date as seeds are chosen.
+
+    One bound per data set: the projection where it serves (it rules out
+    most of what the triangle would, and the triangle's product grows with
+    the seeds), else the triangle inequality from ``TRIANGLE_MIN_FEATURES``
+    features, else none.
+    """
+
+    def __init__(self, Y, n_centres):
+        self.Y = Y
+        self.Z, self.spread, self.margin = _projection(Y)
+        self.triangle = self.Z.shape[1] == 0 and Y.shape[1] >= TRIANGLE_MIN_FEATURES
+        n = Y.shape[0] if self.triangle else 0
+        self.seed_of = np.zeros(n, dtype=np.int64)  # each row's nearest seed so far, by its place in the order chosen
+        self.seeds = np.empty((n_centres if self.triangle else 0, Y.shape[1]))  # float64
+        self.seed_norms = np.empty(self.seeds.shape[0])
+        self.n_seeds = 0
+
+    def first(self):
+        """For the first seed's pass: no bound."""
+        none = np.empty((0, 0))
+        return self.seed_of, none, none, self.spread, self.margin
+
+    def of(self, candidates):
+        """For a pass scoring ``candidates``."""
+        if self.triangle:
+            reach = _reach(
+                self.seeds[: self.n_seeds], self.seed_norms[: self.n_seeds], self.Y[candidates].astype(np.float64)
+            )
+        else:
+            reach = np.empty((0, 0))
+        return self.seed_of, reach, self.Z, self.spread, self.margin
+
+    def chose(self, place, row, nearer):
+        """Seed number ``place`` is ``row``; ``nearer`` marks the rows it is
+        nearer to than their seed before (None for the first seed)."""
+        self.n_seeds = place + 1
+        if not self.triangle:
+            return
+        if nearer is not None:
+            self.seed_of[nearer] = place
+        self.seeds[place] = self.Y[row]
+        self.seed_norms[place] = self.seeds[place] @ self.seeds[place]
 
 
 def _reach(seeds, seed_norms, candidates):
