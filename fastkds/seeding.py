@@ -67,7 +67,7 @@ def kmeans_plusplus_indices(Y, n_centres, rng):
     D = np.empty((n, n_trials))
     block_sums = np.empty((n_blocks, n_trials))
     bounds = _Bounds(Y, n_centres)
-    seeding_distances(Y, indices[:1], np.full(n, np.inf), *bounds.first(), D, block_sums)
+    seeding_distances(Y, indices[:1], np.full(n, np.inf), *bounds.of(indices[:1]), D, block_sums)
     closest = D[:, 0].copy()
     potential = block_sums[:, 0].sum()
     bounds.chose(0, indices[0], None)
@@ -104,13 +104,9 @@ class _Bounds:
         self.seed_norms = np.empty(self.seeds.shape[0])
         self.n_seeds = 0
 
-    def first(self):
-        """For the first seed's pass: no bound."""
-        none = np.empty((0, 0))
-        return self.seed_of, none, none, self.spread, self.margin
-
     def of(self, candidates):
-        """For a pass scoring ``candidates``."""
+        """For a pass scoring ``candidates`` (before the first seed, with no
+        seed and no finite distance, nothing is ruled out)."""
         if self.triangle:
             reach = _reach(
                 self.seeds[: self.n_seeds], self.seed_norms[: self.n_seeds], self.Y[candidates].astype(np.float64)

@@ -293,15 +293,17 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         else:
             results = ClusteringResults(out, Y.shape[0], kds.components_.shape[0], Y.dtype)
         try:
-            t0 = time.perf_counter()
             if last_epoch.codes is not None:  # every point encoded with components_ already: no pass
                 results.codes, stats = last_epoch.codes, last_epoch.stats
-            elif dask:
-                stats = results.encode()
+                timings["encode"] = 0.0
             else:
-                stats = SufficientStatistics(kds.components_.shape[0], Y.shape[1])
-                fitted_encoder(kds).run(Y, stats, codes_out=results.codes)
-            timings["encode"] = 0.0 if last_epoch.codes is not None else time.perf_counter() - t0
+                t0 = time.perf_counter()
+                if dask:
+                    stats = results.encode()
+                else:
+                    stats = SufficientStatistics(kds.components_.shape[0], Y.shape[1])
+                    fitted_encoder(kds).run(Y, stats, codes_out=results.codes)
+                timings["encode"] = time.perf_counter() - t0
             spectrum, n_clusters, kmeans = cluster_codes(
                 stats.XtX, stats.s, kds.components_, results, rng, params, timings, label=vote_neighbors is None
             )
