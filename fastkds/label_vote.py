@@ -28,7 +28,8 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
    :func:`_pieces`) falls into 2 to ``n_clusters`` pieces and the k-means
    labels put more than a stray group of references
    (:data:`fastkds._config.VOTE_STRAY_SHARE`) outside their label's main
-   piece, the atoms are too coarse for these data (concentric circles or
+   piece, and the atoms' cells (each reference in its nearest atom's) do
+   too, the atoms are too coarse for these data (concentric circles or
    shells closer than the atoms are spaced), and the references take the
    labels of their own graph instead: its pieces where there are
    ``n_clusters`` of them, else the k-means of its spectral embedding, as
@@ -257,7 +258,14 @@ def fit_label_vote(atoms, references, labels, n_neighbors, n_clusters, n_jobs=No
     # its voters in the rounds.
     nearest, _ = model.neighbours(model.references, n_neighbors=q + 1, n_jobs=n_jobs, probes=probes)
     graph, n_pieces, piece = _pieces(model, nearest, probes, n_jobs)
-    if 2 <= n_pieces <= model.n_clusters and _joins_pieces(model.labels, piece, model.n_clusters):
+    # the k-means labels join pieces, and so do the atoms' cells: atoms too
+    # coarse for the gap (where every cell lies in one piece, the atoms part
+    # the pieces, and a label across them is the code graph's own choice)
+    if (
+        2 <= n_pieces <= model.n_clusters
+        and _joins_pieces(model.labels, piece, model.n_clusters)
+        and _joins_pieces(probes[:, 0], piece, model.n_clusters)
+    ):
         if n_pieces == model.n_clusters:
             fine = piece.astype(np.int32)
         else:
@@ -317,14 +325,15 @@ def _neighbour_graph(nearest):
     return sparse.csr_matrix((np.ones(int(edge.sum())), (tails[edge], heads[edge])), shape=(n, n))
 
 
-def _joins_pieces(labels, piece, n_clusters):
-    """Whether ``labels`` put more than a stray group of the references
+def _joins_pieces(groups, piece, n_clusters):
+    """Whether ``groups`` (the references' labels, or their atoms' cells)
+    put more than a stray group of the references
     (:data:`fastkds._config.VOTE_STRAY_SHARE` of ``n / n_clusters``)
-    outside the piece that holds most of their label."""
-    table = np.zeros((n_clusters, piece.max() + 1), dtype=np.int64)
-    np.add.at(table, (labels, piece), 1)
-    outside = labels.shape[0] - table.max(axis=1).sum()
-    return outside > _config.VOTE_STRAY_SHARE * labels.shape[0] / n_clusters
+    outside the piece that holds most of their group."""
+    table = np.zeros((groups.max() + 1, piece.max() + 1), dtype=np.int64)
+    np.add.at(table, (groups, piece), 1)
+    outside = groups.shape[0] - table.max(axis=1).sum()
+    return outside > _config.VOTE_STRAY_SHARE * groups.shape[0] / n_clusters
 
 
 def _spectral_labels(graph, n_clusters, seed, n_init):

@@ -191,21 +191,44 @@ def test_labels_join_the_pieces_past_a_stray_group():
 @pytest.mark.filterwarnings("ignore:Graph is not fully connected")  # the oracle's graph
 def test_fewer_pieces_than_clusters_take_spectral_clustering_of_the_references():
     # two blobs that touch, a third far off: the references' graph has two
-    # pieces, labels drawn at random join them, so the references take the
-    # labels SpectralClustering gives their neighbour graph
+    # pieces; labels drawn at random join them, and so does the cell of the
+    # atom nearest all three blobs (the other atom's cell is empty): atoms
+    # coarser than the gap, so the references take the labels
+    # SpectralClustering gives their neighbour graph
     from scipy.sparse.csgraph import connected_components
     from sklearn.cluster import SpectralClustering
     from sklearn.metrics import adjusted_rand_score
 
     rng = np.random.default_rng(4)
     R = np.vstack([rng.normal(size=(300, 2)) + centre for centre in ([0, 0], [4, 0], [30, 0])])
-    W = R[::15]
+    W = np.array([[2.0, 0.0], [60.0, 0.0]])
     first = rng.integers(0, 3, size=R.shape[0]).astype(np.int32)
     model, reference_labels = fit_label_vote(W, R, first, 10, 3, rng=np.random.RandomState(0))
     nearest, _ = model.neighbours(R, n_neighbors=11)
     assert connected_components(_neighbour_graph(nearest), directed=False)[0] == 2
     expected = SpectralClustering(3, affinity="nearest_neighbors", n_neighbors=10, random_state=0).fit_predict(R)
     assert adjusted_rand_score(expected, reference_labels) > 0.95
+    np.testing.assert_array_equal(reference_labels, model.predict(R))
+
+
+def test_labels_the_atoms_part_across_pieces_stay_the_votes():
+    # the same blobs, the atoms among them, so each cell lies in one piece:
+    # the first labels join the far blob to one of the touching ones, but
+    # the atoms part the pieces, so that label is the code graph's choice and
+    # the references keep the vote's labels (here about the first ones; the
+    # pieces would match them on 600 of the 900)
+    from scipy.sparse.csgraph import connected_components
+
+    rng = np.random.default_rng(4)
+    R = np.vstack([rng.normal(size=(300, 2)) + centre for centre in ([0, 0], [4, 0], [30, 0])])
+    W = R[::15]
+    first = np.repeat([0, 1, 1], 300).astype(np.int32)
+    model, reference_labels = fit_label_vote(W, R, first, 10, 2)
+    nearest, _ = model.neighbours(R, n_neighbors=11)
+    n_pieces, piece = connected_components(_neighbour_graph(nearest), directed=False)
+    cells = np.argmin(((R[:, None, :] - W[None, :, :]) ** 2).sum(axis=2), axis=1)
+    assert n_pieces == 2 and _joins_pieces(first, piece, 2) and not _joins_pieces(cells, piece, 2)
+    assert clustering_accuracy(first, reference_labels) > 0.95
     np.testing.assert_array_equal(reference_labels, model.predict(R))
 
 
