@@ -69,7 +69,7 @@ def table_parser(description):
 
 def table_sets(data_dir, only=None):
     """The sets of the side tables (``bench/ensemble_defaults.py``,
-    ``bench/neighbourhood.py``, ``bench/landmark_graphs.py``): every set of
+    ``bench/neighbourhood.py``, ``bench/landmark_graphs.py``, ``bench/vote_pieces.py``): every set of
     ``DATA_SETS`` but the million-point moons, or those named in ``only``,
     with the data of seed 0, as ``(name, title, Y, y)``; ``Y`` is None and
     ``y`` the reason when the data are missing."""
