@@ -106,10 +106,10 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         (the paper's, which ``fastkds paper`` uses). 10 is the neighbourhood
         of scikit-learn's ``SpectralClustering``. Where the reference
         points' ``vote_neighbors``-nearest-neighbour graph falls into 2 to
-        ``n_clusters`` pieces that the k-means labels join (atoms spaced
-        wider than a gap between clusters, as in concentric circles), the
-        labels come from that graph instead: its pieces, or its spectral
-        clustering.
+        ``n_clusters`` pieces that the k-means labels join, and the atoms'
+        cells too (atoms spaced wider than a gap between clusters, as in
+        concentric circles), the labels come from that graph instead: its
+        pieces, or its spectral clustering.
 
     Attributes
     ----------
