@@ -15,9 +15,10 @@ point here: at most 100 per atom) outside the piece that holds most of
 their k-means label (``KDSClustering(vote_neighbors=None)``, the labels the
 vote starts from) and outside the piece that holds most of their atom's
 cell (each point in the cell of its nearest atom of that fit), the atoms
-whose cell spans pieces, the stray threshold both counts are held against
-(``VOTE_STRAY_SHARE`` of n / k), and the accuracy of ``KDSClustering(k)``
-with its defaults. The graph is computed here by scikit-learn, not by the
+whose cell spans pieces, the stray thresholds the two counts are held
+against (``VOTE_STRAY_SHARE`` of an even split: n / k for the labels, n / m
+for the cells of m atoms), and the accuracy of ``KDSClustering(k)`` with its
+defaults. The graph is computed here by scikit-learn, not by the
 vote's own search, so this checks the rule's inputs independently.
 """
 
@@ -50,7 +51,7 @@ def main(argv=None):
     data_dir = find_data_dir(args.data)
     print(
         "| data | seed | pieces (sizes) | outside their label's piece | outside their cell's piece "
-        "| atoms whose cell spans pieces | stray threshold | KDSClustering |"
+        "| atoms whose cell spans pieces | stray thresholds (labels, cells) | KDSClustering |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for _, title, Y, y in table_sets(data_dir, args.only):
@@ -76,7 +77,7 @@ def main(argv=None):
             accuracy = clustering_accuracy(y, KDSClustering(k, random_state=seed).fit(Y).labels_)
             print(
                 f"| {title} | {seed} | {n_pieces} ({sizes}) | {labels_out:,} | {cells_out:,} | {spanning} "
-                f"| {VOTE_STRAY_SHARE * n / k:.0f} | {accuracy:.4f} |",
+                f"| {VOTE_STRAY_SHARE * n / k:.1f}, {VOTE_STRAY_SHARE * n / atoms.shape[0]:.1f} | {accuracy:.4f} |",
                 flush=True,
             )
 

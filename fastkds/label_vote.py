@@ -28,8 +28,9 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
    :func:`_pieces`) falls into 2 to ``n_clusters`` pieces and the k-means
    labels put more than a stray group of references
    (:data:`fastkds._config.VOTE_STRAY_SHARE`) outside their label's main
-   piece, and the atoms' cells (each reference in its nearest atom's) do
-   too, the atoms are too coarse for these data (concentric circles or
+   piece, and the atoms' cells (each reference in its nearest atom's) put
+   more than a stray group (of an even split over the atoms) outside
+   theirs too, the atoms are too coarse for these data (concentric circles or
    shells closer than the atoms are spaced), and the references take the
    labels of their own graph instead: its pieces where there are
    ``n_clusters`` of them, else the k-means of its spectral embedding, as
@@ -264,7 +265,7 @@ def fit_label_vote(atoms, references, labels, n_neighbors, n_clusters, n_jobs=No
     if (
         2 <= n_pieces <= model.n_clusters
         and _joins_pieces(model.labels, piece, model.n_clusters)
-        and _joins_pieces(probes[:, 0], piece, model.n_clusters)
+        and _joins_pieces(probes[:, 0], piece, model.atoms.shape[0])
     ):
         if n_pieces == model.n_clusters:
             fine = piece.astype(np.int32)
@@ -325,15 +326,17 @@ def _neighbour_graph(nearest):
     return sparse.csr_matrix((np.ones(int(edge.sum())), (tails[edge], heads[edge])), shape=(n, n))
 
 
-def _joins_pieces(groups, piece, n_clusters):
-    """Whether ``groups`` (the references' labels, or their atoms' cells)
-    put more than a stray group of the references
-    (:data:`fastkds._config.VOTE_STRAY_SHARE` of ``n / n_clusters``)
-    outside the piece that holds most of their group."""
-    table = np.zeros((groups.max() + 1, piece.max() + 1), dtype=np.int64)
+def _joins_pieces(groups, piece, n_groups):
+    """Whether ``groups`` (the references' labels, of ``n_groups =
+    n_clusters``, or their atoms' cells, of ``n_groups = n_atoms``) put
+    more than a stray group of the references outside the piece that holds
+    most of their group: more than
+    :data:`fastkds._config.VOTE_STRAY_SHARE` of an even split,
+    ``n / n_groups``."""
+    table = np.zeros((n_groups, piece.max() + 1), dtype=np.int64)
     np.add.at(table, (groups, piece), 1)
     outside = groups.shape[0] - table.max(axis=1).sum()
-    return outside > _config.VOTE_STRAY_SHARE * groups.shape[0] / n_clusters
+    return outside > _config.VOTE_STRAY_SHARE * groups.shape[0] / n_groups
 
 
 def _spectral_labels(graph, n_clusters, seed, n_init):
