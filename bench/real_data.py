@@ -10,7 +10,9 @@ Yale B, 2 faces; Salinas-A (the labelled pixels); noisy moons (5,000 and
 high-dimensional manifold sets, ``fastkds.datasets.make_curves`` (six closed
 curves through a common centre in 100 dimensions) and
 ``make_nested_spheres`` (five concentric 2-spheres in 60 dimensions), 10,000
-points each. Every method gets the same array: MNIST and Yale B rows scaled
+points each, and two smaller ones: twenty such curves in 256 dimensions
+(1,440 points) and three shells in 30 (3,000 points). Every method gets the
+same array: MNIST and Yale B rows scaled
 to unit norm, Salinas-A bands standardised (the paper's preprocessings).
 
 Columns, all measured in this run on this machine:

@@ -397,8 +397,10 @@ def _load(exp, data_dir, seed, quick):
 
 #: Every real and generated set the project measures on, as (name, title)
 #: pairs: the paper's (with its preprocessings, as in :func:`experiments`),
-#: all ten MNIST digits, a million moons, and two high-dimensional manifold
-#: sets. :func:`load_data_set` reads or draws one.
+#: all ten MNIST digits, a million moons, and four generated manifold sets
+#: in high dimension (two of them small sets that ask for a finer graph than
+#: the defaults' atoms: twenty curves of 72 points, three shells of 1,000).
+#: :func:`load_data_set` reads or draws one.
 DATA_SETS = (
     ("mnist10", "MNIST t10k, 10 digits"),
     ("mnist5", "MNIST-5"),
@@ -409,6 +411,8 @@ DATA_SETS = (
     ("circles", "circles, delta 0.1"),
     ("curves", "curves, d=100"),
     ("spheres", "nested spheres, d=60"),
+    ("curves20", "20 curves, d=256"),
+    ("spheres3", "3 nested spheres, d=30"),
 )
 
 
@@ -469,6 +473,10 @@ def load_data_set(name, data_dir, seed=0):
         return datasets.make_curves(random_state=seed)
     if name == "spheres":
         return datasets.make_nested_spheres(random_state=seed)
+    if name == "curves20":  # many small classes: 72 points a curve
+        return datasets.make_curves(1440, 20, 256, random_state=seed)
+    if name == "spheres3":  # shells closer than the defaults' atoms are spaced
+        return datasets.make_nested_spheres(3000, 3, 30, random_state=seed)
     raise ValueError(f"unknown data set {name!r}; one of {[n for n, _ in DATA_SETS]}")
 
 
