@@ -12,8 +12,8 @@ curves through a common centre in 100 dimensions) and
 ``make_nested_spheres`` (five concentric 2-spheres in 60 dimensions), 10,000
 points each, and two smaller ones: twenty such curves in 256 dimensions
 (1,440 points) and three shells in 30 (3,000 points). Every method gets the
-same array: MNIST and Yale B rows scaled
-to unit norm, Salinas-A bands standardised (the paper's preprocessings).
+same array: MNIST and Yale B rows scaled to unit norm, Salinas-A bands
+standardised (the paper's preprocessings).
 
 Columns, all measured in this run on this machine:
 
@@ -71,10 +71,11 @@ def table_parser(description):
 
 def table_sets(data_dir, only=None):
     """The sets of the side tables (``bench/ensemble_defaults.py``,
-    ``bench/neighbourhood.py``, ``bench/landmark_graphs.py``, ``bench/vote_pieces.py``): every set of
-    ``DATA_SETS`` but the million-point moons, or those named in ``only``,
-    with the data of seed 0, as ``(name, title, Y, y)``; ``Y`` is None and
-    ``y`` the reason when the data are missing."""
+    ``bench/neighbourhood.py``, ``bench/landmark_graphs.py``,
+    ``bench/vote_pieces.py``): every set of ``DATA_SETS`` but the
+    million-point moons, or those named in ``only``, with the data of seed
+    0, as ``(name, title, Y, y)``; ``Y`` is None and ``y`` the reason when
+    the data are missing."""
     for name, title in DATA_SETS:
         if name == "moons1m" or (only and name not in only):
             continue
