@@ -70,7 +70,7 @@ def kmeans_plusplus_indices(Y, n_centres, rng):
     seeding_distances(Y, indices[:1], np.full(n, np.inf), *bounds.of(indices[:1]), D, block_sums)
     closest = D[:, 0].copy()
     potential = block_sums[:, 0].sum()
-    bounds.chose(0, indices[0], None)
+    bounds.chose(0, indices[0])
     for c in range(1, n_centres):
         draws = rng.uniform(size=n_trials) * potential
         candidates = np.minimum(np.searchsorted(np.cumsum(closest), draws), n - 1)
@@ -78,7 +78,7 @@ def kmeans_plusplus_indices(Y, n_centres, rng):
         potentials = block_sums.sum(axis=0)
         best = int(np.argmin(potentials))
         indices[c] = candidates[best]
-        bounds.chose(c, indices[c], D[:, best] < closest)
+        bounds.chose(c, indices[c], closest, D[:, best])
         closest = D[:, best].copy()
         potential = potentials[best]
     return indices
@@ -115,14 +115,15 @@ class _Bounds:
             reach = np.empty((0, 0))
         return self.seed_of, reach, self.Z, self.spread, self.margin
 
-    def chose(self, place, row, nearer):
-        """Seed number ``place`` is ``row``; ``nearer`` marks the rows it is
-        nearer to than their seed before (None for the first seed)."""
+    def chose(self, place, row, closest=None, new_closest=None):
+        """Seed number ``place`` is ``row``; ``closest`` and ``new_closest``
+        are the rows' squared distances from their nearest seed before and
+        after it (None for the first seed)."""
         self.n_seeds = place + 1
         if not self.triangle:
             return
-        if nearer is not None:
-            self.seed_of[nearer] = place
+        if closest is not None:  # the rows the new seed is nearer to
+            self.seed_of[new_closest < closest] = place
         self.seeds[place] = self.Y[row]
         self.seed_norms[place] = self.seeds[place] @ self.seeds[place]
 
