@@ -69,6 +69,14 @@ VOTE_REFERENCES_PER_ATOM = 100
 VOTE_PROBE_ATOMS = 4
 VOTE_MAX_ROUNDS = 20
 
+#: The vote screens its search by the atoms only where that reads fewer
+#: than 1 / VOTE_SCREEN_SAVING of the distances an exact search reads
+#: (:func:`fastkds.label_vote.probe_count`); else it reads every cell. A
+#: screened search misses a few nearest neighbours, and a missed one can
+#: join two pieces of the data, so it must pay for itself in time: below
+#: about 4,000 references with the default atoms it saves too little.
+VOTE_SCREEN_SAVING = 8
+
 #: The vote takes the references' own graph for its labels where the
 #: k-means labels put more than this share of an even split (``n_references
 #: / n_clusters``) outside the graph's pieces (:mod:`fastkds.label_vote`):

@@ -82,6 +82,11 @@ def probe_count(n_references, n_atoms):
     not thin out with the cells: nearest neighbours found among too few
     candidates reach past gaps in the data.
 
+    Every cell (an exact search) where the screened search would read more
+    than ``1 / VOTE_SCREEN_SAVING`` of the distances an exact one reads
+    (:data:`fastkds._config.VOTE_SCREEN_SAVING`): on few references, or
+    on many small cells.
+
     Parameters
     ----------
     n_references, n_atoms : int
@@ -93,7 +98,12 @@ def probe_count(n_references, n_atoms):
     """
     wanted = _config.VOTE_PROBE_ATOMS * _config.VOTE_REFERENCES_PER_ATOM
     cells = -(-wanted * n_atoms // max(n_references, 1))  # ceil(wanted / mean cell size)
-    return int(min(n_atoms, max(_config.VOTE_PROBE_ATOMS, cells)))
+    n_probe = int(min(n_atoms, max(_config.VOTE_PROBE_ATOMS, cells)))
+    # a point's reads: its distances to the atoms, then to the probed cells' references
+    screened = n_atoms + n_probe * n_references / max(n_atoms, 1)
+    if n_atoms + n_references < _config.VOTE_SCREEN_SAVING * screened:
+        return int(n_atoms)
+    return n_probe
 
 
 class LabelVote:
@@ -141,6 +151,11 @@ class LabelVote:
         self.cell_refs = np.argsort(cells, kind="stable").astype(np.int64)
         self.cell_start = np.searchsorted(cells[self.cell_refs], np.arange(self.atoms.shape[0] + 1)).astype(np.int64)
 
+    @property
+    def exact(self):
+        """Whether a point's search reads every cell: an exact search."""
+        return self.n_probe >= self.atoms.shape[0]
+
     def cell_labels(self):
         """Per atom, the label all references of its cell hold, or -1 (none
         or several)."""
@@ -166,7 +181,7 @@ class LabelVote:
             Whether rows whose candidates all hold one label may skip the search.
         probes : ndarray or None
             The atoms whose cells hold each row's candidates, where already
-            known (:func:`_probe`).
+            known (:func:`_probe`); not read by an exact search.
 
         Returns
         -------
@@ -177,14 +192,24 @@ class LabelVote:
             The label of a settled row, else -1.
         """
         Y = np.ascontiguousarray(Y)
-        probes = _probe(Y, self.atoms, self.n_probe, n_jobs) if probes is None else probes
         out = np.empty((Y.shape[0], n_neighbors or self.n_neighbors), dtype=np.int64)
         settled = np.empty(Y.shape[0], dtype=np.int64)
-        cell_label = self.cell_labels() if settle else np.full(self.atoms.shape[0], -1, dtype=np.int64)
+        if self.exact:
+            # every reference a candidate: the same search with one cell that
+            # holds them all (its products span all the references at once),
+            # and no atoms to rank
+            n_refs = self.references.shape[0]
+            atoms, cell_start = self.atoms[:1], np.array([0, n_refs], dtype=np.int64)
+            cell_refs = np.arange(n_refs, dtype=np.int64)
+            probes = np.zeros((Y.shape[0], 1), dtype=np.int64)
+            one = np.unique(self.labels) if settle else ()
+            cell_label = np.array([one[0] if len(one) == 1 else -1], dtype=np.int64)
+        else:
+            atoms, cell_start, cell_refs = self.atoms, self.cell_start, self.cell_refs
+            probes = _probe(Y, self.atoms, self.n_probe, n_jobs) if probes is None else probes
+            cell_label = self.cell_labels() if settle else np.full(self.atoms.shape[0], -1, dtype=np.int64)
         with _config.numba_threads(n_jobs):
-            nearest_references(
-                Y, self.atoms, self.references, self.cell_start, self.cell_refs, cell_label, probes, out, settled
-            )
+            nearest_references(Y, atoms, self.references, cell_start, cell_refs, cell_label, probes, out, settled)
         return out, settled
 
     def predict(self, Y, n_jobs=None):
@@ -251,7 +276,8 @@ def fit_label_vote(atoms, references, labels, n_neighbors, n_clusters, n_jobs=No
         What ``model.predict(references)`` gives, found from the same search.
     """
     n_probe = probe_count(references.shape[0], atoms.shape[0])
-    probes = _probe(references, atoms, n_probe, n_jobs)
+    # an exact search needs no ranking of the atoms: only each reference's cell
+    probes = _probe(references, atoms, 1 if n_probe >= atoms.shape[0] else n_probe, n_jobs)
     model = LabelVote(atoms, references, labels, n_neighbors, n_clusters, cells=probes[:, 0], n_probe=n_probe)
     q = model.n_neighbors
     # Each reference's q + 1 nearest, itself among them: the first q are
@@ -356,7 +382,9 @@ def _spectral_labels(graph, n_clusters, seed, n_init):
 
 def _mixed(probes, model):
     """Whether each row's probed cells hold more than one label of ``model``
-    (or none)."""
+    (or none); in an exact search, every cell."""
+    if model.exact:
+        return np.full(probes.shape[0], np.unique(model.labels).size > 1)
     held = model.cell_labels()[probes]
     return (held < 0).any(axis=1) | (held != held[:, :1]).any(axis=1)
 

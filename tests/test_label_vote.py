@@ -4,8 +4,16 @@ oracle, its rule, and the clusterers that use it."""
 import numpy as np
 import pytest
 
-from fastkds import KDSClustering, KDSEnsembleClustering, clustering_accuracy, load, make_circles, make_moons
+from fastkds import (
+    KDSClustering,
+    KDSEnsembleClustering,
+    clustering_accuracy,
+    load,
+    make_circles,
+    make_moons,
+)
 from fastkds import _config, _naive
+from fastkds.datasets import make_curves
 from fastkds.label_vote import (
     LabelVote,
     _joins_pieces,
@@ -176,6 +184,42 @@ def test_points_search_as_many_cells_as_hold_the_wanted_candidates():
     assert probe_count(10_000, 500) == wanted * 500 // 10_000  # cells of 20 references
     assert probe_count(7_000, 100) == -(-wanted // 70)  # cells of 70: rounded up
     assert probe_count(128, 16) == 16  # never more than the atoms
+
+
+def test_a_screen_that_saves_too_little_reads_every_cell():
+    # 1,440 references in 80 cells of 18: the screen would read 23 cells,
+    # 494 distances a point against an exact search's 1,520
+    assert probe_count(1_440, 80) == 80
+    # 4,958 in 70 cells: 495 against 5,028, past VOTE_SCREEN_SAVING
+    assert probe_count(4_958, 70) == 6
+    for n_references in range(100, 20_000, 97):
+        for n_atoms in (16, 40, 70, 100, 160):
+            n_probe = probe_count(n_references, n_atoms)
+            screened = n_atoms + n_probe * n_references / n_atoms
+            assert n_probe == n_atoms or n_atoms + n_references >= _config.VOTE_SCREEN_SAVING * screened
+
+
+def test_an_exact_search_finds_the_exact_neighbours():
+    # twenty closed curves in 256 dimensions: the screened search misses a
+    # few of the nearest (2%), enough to join the curves' graph into one piece
+    from sklearn.neighbors import NearestNeighbors
+
+    R, _ = make_curves(1440, 20, 256, random_state=100)
+    W = R[::18]
+    vote = LabelVote(W, R, np.zeros(R.shape[0], dtype=int), 10, 20)
+    assert vote.n_probe == W.shape[0]
+    found, _ = vote.neighbours(R, n_neighbors=11)
+    expected = NearestNeighbors(n_neighbors=11, algorithm="brute").fit(R).kneighbors(R, return_distance=False)
+    np.testing.assert_array_equal(found, expected)
+
+
+def test_curves_the_screen_joined_are_told_apart():
+    # the defaults' 80 atoms on the twenty curves: the screened search's
+    # graph fell into 1-3 pieces and the labels scored 0.69 (seed 0); the
+    # exact graph has 18 and the references' spectral labels are right
+    Y, y = make_curves(1440, 20, 256, random_state=100)
+    model = KDSClustering(20, random_state=0).fit(Y)
+    assert clustering_accuracy(y, model.labels_) == 1.0
 
 
 def test_labels_join_the_pieces_past_a_stray_group():
