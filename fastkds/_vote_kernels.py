@@ -195,7 +195,9 @@ def nearest_references(Y, W, R, cell_start, cell_refs, cell_label, probes, neigh
     to :data:`FEW_FEATURES` features, :func:`search_direct`; past them, the
     distances screened by BLAS products (:func:`search_screened`), unless
     the cells hold fewer than :data:`SCREEN_MIN_REFS` references on average
-    (:func:`search_shared_reads`).
+    (:func:`search_shared_reads`). One cell of them all (``W`` one atom:
+    the exact search of :class:`fastkds.label_vote.LabelVote`) is screened
+    at any number of features.
     """
     alone = np.empty(Y.shape[0], dtype=np.bool_)  # points whose probed cells hold no reference
     settle(probes, cell_start, cell_label, alone, settled)
@@ -203,7 +205,11 @@ def nearest_references(Y, W, R, cell_start, cell_refs, cell_label, probes, neigh
     best_dist = np.full(neighbours.shape, np.inf)
     neighbours[:] = -1  # the searches fill it in place, nearest first
     args = (Y, R, cell_start, cell_refs, probes, searching, best_dist, neighbours)
-    if Y.shape[1] <= FEW_FEATURES:
+    if W.shape[0] == 1 and cell_refs.shape[0] >= SCREEN_MIN_REFS:
+        # one cell (an exact search): each block's product spans every
+        # reference, and pays for its gathering at any number of features
+        search_screened(*args)
+    elif Y.shape[1] <= FEW_FEATURES:
         search_direct(*args)
     elif cell_refs.shape[0] < SCREEN_MIN_REFS * W.shape[0]:
         search_shared_reads(*args)

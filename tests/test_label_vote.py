@@ -213,6 +213,27 @@ def test_an_exact_search_finds_the_exact_neighbours():
     np.testing.assert_array_equal(found, expected)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_features, offset", [(2, 0.0), (2, 1e3), (40, 0.0), (40, 1e3)])
+def test_an_exact_search_matches_the_oracle_at_any_dimension(n_features, offset, dtype):
+    # the one cell's products screen short rows too, far off the origin
+    # (where they cancel) included; duplicated rows test the ties
+    rng = np.random.default_rng(3)
+    R = (rng.normal(size=(600, n_features)) + offset).astype(dtype)
+    R[300:310] = R[:10]
+    Y = np.vstack([R[::7], rng.normal(size=(50, n_features)).astype(dtype) + dtype(offset)])
+    W = R[::40]
+    labels = (R[:, 0] > np.median(R[:, 0])).astype(int)
+    vote = LabelVote(W, R, labels, 7, 2, n_probe=W.shape[0])
+    assert vote.exact
+    found, _ = vote.neighbours(Y)
+    np.testing.assert_array_equal(found, oracle_neighbours(Y, W, R, 7, n_probe=W.shape[0]))
+    # a point settles only where every reference holds one label
+    assert (vote.neighbours(Y, settle=True)[1] == -1).all()
+    same = LabelVote(W, R, np.zeros(600, dtype=int), 7, 2, n_probe=W.shape[0])
+    assert (same.neighbours(Y, settle=True)[1] == 0).all()
+
+
 def test_curves_the_screen_joined_are_told_apart():
     # the defaults' 80 atoms on the twenty curves: the screened search's
     # graph fell into 1-3 pieces and the labels scored 0.69 (seed 0); the
