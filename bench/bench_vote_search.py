@@ -12,7 +12,11 @@ cells of 100 references (the defaults' 100 atoms for 10,000 points), or of
 set): the thinner the cells, the thinner the products, which is why the
 search sums directly below ``SCREEN_MIN_REFS`` references a cell.
 
-    pytest bench/bench_vote_search.py --benchmark-only --benchmark-group-by=group,param:per_cell
+The exact search of a small set (every reference a candidate: one cell
+that holds them all, screened at any number of features) is timed against
+the same search run cell by cell with every atom probed.
+
+    pytest bench/bench_vote_search.py --benchmark-only --benchmark-group-by=group,param:per_cell,param:data
 """
 
 import functools
@@ -112,3 +116,57 @@ def test_nearest_references_real_data(benchmark, impl, per_cell):
     found = benchmark.pedantic(run_search, args=(search, Y, vote, probes), rounds=5, iterations=1)
     record(benchmark, Y.shape[0], n_probe=vote.n_probe, n_atoms=vote.atoms.shape[0])
     np.testing.assert_array_equal(found, run_search(_vote_kernels.search_shared_reads, Y, vote, probes))
+
+
+@functools.lru_cache(maxsize=1)
+def exact_problem(data):
+    """A small set's points as every reference of an exact search (every
+    cell probed, as ``probe_count`` chooses below a few thousand
+    references): ``n = min(bench_n(), 3000)`` points, about sqrt(n) atoms
+    drawn from them."""
+    from fastkds.datasets import make_curves, make_moons, make_nested_spheres
+
+    n = min(bench_n(), 3000)
+    make = {
+        "moons, d=2": lambda: make_moons(n, random_state=0),
+        "shells, d=30": lambda: make_nested_spheres(n, 3, 30, random_state=0),
+        "curves, d=256": lambda: make_curves(n, 20, 256, random_state=0),
+    }
+    Y = np.ascontiguousarray(make[data]()[0])
+    n_atoms = int(np.sqrt(n))
+    atoms = Y[np.random.default_rng(1).choice(n, n_atoms, replace=False)]
+    return Y, LabelVote(atoms, Y, np.zeros(n, dtype=np.int32), NEIGHBOURS, 2, n_probe=n_atoms)
+
+
+def every_cell_search(Y, vote):
+    """The exact search as the screened one would run it with every cell
+    probed: every atom ranked for every point, then each cell's kernel."""
+    probes = _probe(Y, vote.atoms, vote.atoms.shape[0], None)
+    out = np.empty((Y.shape[0], NEIGHBOURS), dtype=np.int64)
+    settled = np.empty(Y.shape[0], dtype=np.int64)
+    no_label = np.full(vote.atoms.shape[0], -1, dtype=np.int64)
+    with _config.numba_threads(None):
+        _vote_kernels.nearest_references(
+            Y, vote.atoms, vote.references, vote.cell_start, vote.cell_refs, no_label, probes, out, settled
+        )
+    return out
+
+
+@pytest.mark.benchmark(group="vote search, exact")
+@pytest.mark.parametrize("data", ["moons, d=2", "shells, d=30", "curves, d=256"])
+@pytest.mark.parametrize("impl", ["one cell", "every cell"])
+def test_exact_search(benchmark, impl, data):
+    Y, vote = exact_problem(data)
+    if impl == "one cell":
+
+        def search(rows):
+            return vote.neighbours(rows, NEIGHBOURS)[0]
+    else:
+
+        def search(rows):
+            return every_cell_search(rows, vote)
+
+    search(Y[:8])  # compile
+    found = benchmark.pedantic(search, args=(Y,), rounds=5, iterations=1)
+    record(benchmark, Y.shape[0], n_atoms=vote.atoms.shape[0])
+    np.testing.assert_array_equal(found, every_cell_search(Y, vote))

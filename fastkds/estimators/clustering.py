@@ -101,7 +101,9 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         standing for tens of points; the vote moves it at the points' own
         resolution. The neighbours are searched among at most 100 reference
         points per atom, screened by the atoms, so the cost per point does
-        not grow with n. ``predict`` labels new points by the same vote
+        not grow with n (among every reference, exactly, where the screen
+        would save little: a few thousand points). ``predict`` labels new
+        points by the same vote
         (``vote_`` keeps the references). None: the labels of the k-means
         (the paper's, which ``fastkds paper`` uses). 10 is the neighbourhood
         of scikit-learn's ``SpectralClustering``. Where the reference
