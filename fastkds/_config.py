@@ -83,6 +83,11 @@ VOTE_SCREEN_SAVING = 8
 #: fewer are a stray group, not a cluster the code graph joined to another.
 VOTE_STRAY_SHARE = 0.1
 
+#: Up to this many references the eigenvalues of their graph
+#: (:func:`fastkds.label_vote._clearer`) come from a dense solver: below it
+#: the dense matrix is small and ARPACK's set-up dominates.
+VOTE_DENSE_EIGEN = 500
+
 #: Rows of the embedding labelled (or codes embedded) at once by the last
 #: passes of a clustering fit.
 LABEL_CHUNK = 1 << 17

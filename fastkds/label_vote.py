@@ -50,6 +50,7 @@ from scipy.sparse.csgraph import connected_components
 from . import _config
 from ._vote_kernels import nearest_references, probe_atoms, vote
 from .sources import random_rows
+from .spectral import gap_ratios
 
 
 def reference_rows(n_samples, n_atoms, rng):
@@ -252,7 +253,9 @@ def _vote(neighbours, labels, own, n_clusters, n_jobs, settled=None):
     return out
 
 
-def fit_label_vote(atoms, references, labels, n_neighbors, n_clusters, n_jobs=None, rng=None, n_init=10):
+def fit_label_vote(
+    atoms, references, labels, n_neighbors, n_clusters, n_jobs=None, rng=None, n_init=10, code_gap_ratio=None
+):
     """The references' labels after their own vote (step 1 of the module's
     description), as a :class:`LabelVote` that labels any point.
 
@@ -268,6 +271,11 @@ def fit_label_vote(atoms, references, labels, n_neighbors, n_clusters, n_jobs=No
         they need one (None: seed 0).
     n_init : int
         Its k-means' runs.
+    code_gap_ratio : float or None
+        The code graph's ``mu_{k+1} / mu_k``
+        (:meth:`fastkds.spectral.BipartiteSpectrum.gap_ratio`): where the
+        search is exact, the references' graph takes the labels if it shows
+        ``n_clusters`` clusters more clearly (None: it does not).
 
     Returns
     -------
@@ -288,11 +296,13 @@ def fit_label_vote(atoms, references, labels, n_neighbors, n_clusters, n_jobs=No
     # the k-means labels join pieces, and so do the atoms' cells: atoms too
     # coarse for the gap (where every cell lies in one piece, the atoms part
     # the pieces, and a label across them is the code graph's own choice)
-    if (
+    coarse = (
         2 <= n_pieces <= model.n_clusters
         and _joins_pieces(model.labels, piece, model.n_clusters)
         and _joins_pieces(probes[:, 0], piece, model.atoms.shape[0])
-    ):
+    )
+    # an exact search's graph is the kNN graph of the points, SpectralClustering's own
+    if coarse or (model.exact and _clearer(graph, model.n_clusters, code_gap_ratio)):
         if n_pieces == model.n_clusters:
             fine = piece.astype(np.int32)
         else:
@@ -363,6 +373,35 @@ def _joins_pieces(groups, piece, n_groups):
     np.add.at(table, (groups, piece), 1)
     outside = groups.shape[0] - table.max(axis=1).sum()
     return outside > _config.VOTE_STRAY_SHARE * groups.shape[0] / n_groups
+
+
+def _clearer(graph, n_clusters, code_gap_ratio):
+    """Whether the references' ``graph`` shows ``n_clusters`` clusters more
+    clearly than the code graph: a larger ratio ``mu_{k+1} / mu_k`` of its
+    normalised Laplacian's eigenvalues (made symmetric as
+    :func:`_spectral_labels` makes it), the ratio by which
+    ``n_clusters="auto"`` chooses k. False where ``code_gap_ratio`` is None
+    or the eigensolver does not converge."""
+    from scipy.sparse.csgraph import laplacian
+    from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+
+    n, k = graph.shape[0], n_clusters
+    if code_gap_ratio is None or n <= k:  # no (k + 1)-th eigenvalue to compare
+        return False
+    L = laplacian(0.5 * (graph + graph.T), normed=True)
+    if n <= _config.VOTE_DENSE_EIGEN:
+        mu = np.linalg.eigvalsh(L.toarray())[: k + 1]
+    else:
+        # shift-invert just below the k + 1 smallest (all >= 0): L + 1e-3 I
+        # is positive definite, components or not, and the wanted
+        # eigenvalues map far apart (about -1, scikit-learn's shift, they
+        # crowd near 1 and ARPACK takes ten times longer)
+        v0 = np.random.RandomState(0).uniform(-1.0, 1.0, n)
+        try:
+            mu = np.sort(eigsh(L, k=k + 1, sigma=-1e-3, which="LM", v0=v0, return_eigenvectors=False))
+        except ArpackNoConvergence:
+            return False
+    return bool(gap_ratios(mu)[k - 1] > code_gap_ratio)
 
 
 def _spectral_labels(graph, n_clusters, seed, n_init):

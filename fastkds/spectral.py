@@ -226,8 +226,16 @@ class BipartiteSpectrum:
         kmax = ev.size - 1 if max_clusters is None else min(max_clusters, ev.size - 1)
         if kmax < 2:
             return 1
-        mu = np.maximum(1.0 - ev[: kmax + 1], ZERO_MU)
-        return int(np.argmax(mu[2:] / mu[1:-1])) + 2
+        return int(np.argmax(gap_ratios(1.0 - ev[: kmax + 1])[1:])) + 2
+
+    def gap_ratio(self, k):
+        """``mu_{k+1} / mu_k``, the ratio :meth:`eigengap` maximises, at
+        ``k``: how clearly the code graph shows k clusters. None where fewer
+        than ``k + 1`` modes are spread."""
+        ev = self.eigenvalues[self.spread]
+        if ev.size < k + 1:
+            return None
+        return float(gap_ratios(1.0 - ev[: k + 1])[k - 1])
 
     def n_columns(self, k):
         """Columns of the k-cluster embedding: the leading eigenvectors up to
@@ -320,6 +328,14 @@ class BipartiteSpectrum:
     def embed(self, codes, k):
         """Spectral embedding (n x ``n_columns(k)``) of points from their codes (sparse or dense)."""
         return np.asarray(codes @ self.projection(k))
+
+
+def gap_ratios(mu):
+    """``mu[j + 1] / mu[j]`` of a normalised Laplacian's increasing
+    eigenvalues ``mu``, each below :data:`ZERO_MU` (a connected component's
+    0, up to rounding) counted as ``ZERO_MU``."""
+    mu = np.maximum(np.asarray(mu, dtype=np.float64), ZERO_MU)
+    return mu[1:] / mu[:-1]
 
 
 def _min_points(min_component, n_points):

@@ -45,9 +45,10 @@ def warmup(dtypes=(np.float64, np.float32)):
     # the encoder with far atoms (may_use_far, gather_block, scatter_slots);
     # dense codes and their CSR assembly (slots_to_dense, fill_csr); the
     # exact solver with few features (lockstep encoder, statistics, k-means++
-    # seeding) and the clusterer's neighbours' vote; the vote's search with
-    # many features, in cells of many references and of few, and for a point
-    # whose probed cells are empty; the unrolled solver (unrolled_batch,
+    # seeding) and the clusterer's neighbours' vote (an exact search); the
+    # vote's search with few features in probed cells, with many features in
+    # cells of many references and of few, and for a point whose probed
+    # cells are empty; the unrolled solver (unrolled_batch,
     # adam_update); a sample of rows of many (first_distinct).
     t0 = time.perf_counter()
     random_rows(np.random.RandomState(0), 1000, 10)
@@ -74,6 +75,8 @@ def warmup(dtypes=(np.float64, np.float32)):
             warnings.simplefilter("ignore")
             KDSClustering(2, n_atoms=4, n_iter=3, max_epochs=2, n_init=1, random_state=0).fit(Yd)
             KDS(4, n_iter=3, solver="unrolled", max_epochs=1, batch_size=32, random_state=0).fit(Yd)
+        # few features, cells probed (the clusterer's few references search exactly)
+        LabelVote(Yd[:16], Yd, np.arange(64) % 2, 5, 2, n_probe=2).predict(Yd)
         Y40d = Y40.astype(dtype)
         for n_atoms in (2, 16):  # 32 and 4 references a cell
             LabelVote(Y40d[:n_atoms], Y40d, np.arange(64) % 2, 5, 2).predict(Y40d)

@@ -449,3 +449,75 @@ def test_more_neighbours_than_references_still_label_every_point():
     model = KDSClustering(2, n_atoms=8, vote_neighbors=100, random_state=0).fit(Y)
     assert set(np.unique(model.labels_)) <= {0, 1}
     np.testing.assert_array_equal(model.predict(Y), model.labels_)
+
+
+def _three_blobs(centres):
+    rng = np.random.default_rng(4)
+    return np.vstack([rng.normal(size=(300, 2)) + centre for centre in centres])
+
+
+def test_an_exact_search_takes_the_references_graph_where_it_shows_k_clusters_more_clearly():
+    # three blobs, each its own piece: the references' graph shows three
+    # clusters with a ratio past any real cut's (ZERO_MU), a code graph of
+    # ratio 2 far less clearly, so the labels drawn at random give way to
+    # the graph's; a code graph past it keeps the vote's labels
+    from fastkds.label_vote import _clearer
+
+    R = _three_blobs([[0, 0], [15, 0], [30, 0]])
+    W = R[::15]
+    truth = np.repeat([0, 1, 2], 300)
+    first = np.random.default_rng(0).integers(0, 3, size=900).astype(np.int32)
+    model, labels = fit_label_vote(W, R, first, 10, 3, code_gap_ratio=2.0)
+    assert model.exact
+    assert clustering_accuracy(truth, labels) == 1.0
+    nearest, _ = model.neighbours(R, n_neighbors=11)
+    graph = _neighbour_graph(nearest)
+    assert _clearer(graph, 3, 2.0) and not _clearer(graph, 3, None)
+    assert not _clearer(graph, 3, 1e30)
+
+
+def test_the_references_graph_gap_is_the_same_from_either_eigensolver(monkeypatch):
+    # above VOTE_DENSE_EIGEN references ARPACK's shift-invert, below it a
+    # dense solver: the same eigenvalues, so the same choice either side of
+    # the ratio
+    from scipy.sparse.csgraph import laplacian
+
+    from fastkds import label_vote
+    from fastkds.spectral import gap_ratios
+
+    R = _three_blobs([[0, 0], [5, 0], [2.5, 4.33]])  # one piece, three clusters
+    nearest = LabelVote(R[::15], R, np.zeros(900, dtype=int), 10, 3).neighbours(R, n_neighbors=11)[0]
+    graph = _neighbour_graph(nearest)
+    mu = np.linalg.eigvalsh(laplacian(0.5 * (graph + graph.T), normed=True).toarray())[:4]
+    ratio = gap_ratios(mu)[2]
+    assert 1.5 < ratio < 1e6  # a real gap, not a component's
+    for dense in (0, 10_000):
+        monkeypatch.setattr(_config, "VOTE_DENSE_EIGEN", dense)
+        assert label_vote._clearer(graph, 3, ratio * 0.999)
+        assert not label_vote._clearer(graph, 3, ratio * 1.001)
+
+
+def test_a_screened_search_keeps_the_code_graph(monkeypatch):
+    # many references a cell: the screen pays, the graph is approximate and
+    # its spectrum dear, so no comparison is made
+    from fastkds import label_vote
+
+    def fail(*args):
+        raise AssertionError("compared a screened search's graph")
+
+    monkeypatch.setattr(label_vote, "_clearer", fail)
+    rng = np.random.default_rng(5)
+    R = rng.normal(size=(6000, 2))
+    model, _ = fit_label_vote(R[::100], R, (R[:, 0] > 0).astype(np.int32), 10, 2, code_gap_ratio=1.0)
+    assert not model.exact
+
+
+def test_shells_the_code_graph_mixes_are_told_apart():
+    # three nested shells in 30 dimensions: the 55 atoms mix the inner two
+    # (0.6763 with seed 0); the exact 10-NN graph shows three clusters far
+    # more clearly (ratio 53 against 1.1), and its labels are right
+    from fastkds.datasets import make_nested_spheres
+
+    Y, y = make_nested_spheres(3000, 3, 30, random_state=100)
+    model = KDSClustering(3, random_state=0).fit(Y)
+    assert clustering_accuracy(y, model.labels_) == 1.0

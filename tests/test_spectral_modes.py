@@ -79,6 +79,16 @@ def test_localised_mode_does_not_count_towards_k():
         assert robust.eigengap(10) == 3
 
 
+def test_the_gap_ratio_is_what_the_eigengap_maximises():
+    X, _ = _faint_codes(np.random.default_rng(0))
+    spectrum = BipartiteSpectrum(X.T @ X, X.sum(axis=0), min_component=0.01)
+    mu = 1.0 - spectrum.eigenvalues[spectrum.spread]
+    ratios = [spectrum.gap_ratio(k) for k in range(2, mu.size)]
+    np.testing.assert_allclose(ratios, mu[2:] / mu[1:-1])
+    assert spectrum.eigengap() == int(np.argmax(ratios)) + 2 == 3
+    assert spectrum.gap_ratio(mu.size) is None  # no (k + 1)-th spread mode
+
+
 def test_too_many_clusters_for_the_spread_modes_fails_clearly():
     X, _ = _faint_codes(np.random.default_rng(0))
     spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0), min_component=0.01, embedding="leading")

@@ -221,7 +221,7 @@ def take_rows(Y, indices):
     return Y.take(indices) if isinstance(Y, ChunkSource) else Y[indices]
 
 
-def fit_vote(results, Y, atoms, kmeans, embed, n_neighbors, n_clusters, rng, n_jobs, device="cpu"):
+def fit_vote(results, Y, atoms, kmeans, embed, n_neighbors, n_clusters, rng, n_jobs, device="cpu", spectrum=None):
     """The neighbours' vote of a clusterer's fit (:mod:`fastkds.label_vote`):
     fit it, and write every point's label into ``results``.
 
@@ -246,6 +246,10 @@ def fit_vote(results, Y, atoms, kmeans, embed, n_neighbors, n_clusters, rng, n_j
     device : {"cpu", "cuda", "auto"}, default="cpu"
         Where the points not among the references are labelled (see
         :func:`vote_labeller`).
+    spectrum : fastkds.spectral.BipartiteSpectrum or None, default=None
+        The code graph's, whose eigengap at ``n_clusters`` the references'
+        graph is compared with where the search is exact (None: no
+        comparison).
 
     Returns
     -------
@@ -257,7 +261,15 @@ def fit_vote(results, Y, atoms, kmeans, embed, n_neighbors, n_clusters, rng, n_j
     every_point = indices.shape[0] == Y.shape[0]
     first = results.kmeans_labels(kmeans) if every_point else kmeans.predict(embed(references))
     label_vote, reference_labels = fit_label_vote(
-        atoms, references, first, n_neighbors, n_clusters, n_jobs, rng=rng, n_init=kmeans.n_init
+        atoms,
+        references,
+        first,
+        n_neighbors,
+        n_clusters,
+        n_jobs,
+        rng=rng,
+        n_init=kmeans.n_init,
+        code_gap_ratio=None if spectrum is None else spectrum.gap_ratio(n_clusters),
     )
     if every_point:  # every point is a reference: its label is known
         step = _config.LABEL_CHUNK

@@ -317,7 +317,17 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
                     return _embedding(spectrum, fitted_encoder(kds).encode(rows), n_clusters)
 
                 label_vote = fit_vote(
-                    results, Y, kds.components_, kmeans, embed, vote_neighbors, n_clusters, rng, n_jobs, self.device
+                    results,
+                    Y,
+                    kds.components_,
+                    kmeans,
+                    embed,
+                    vote_neighbors,
+                    n_clusters,
+                    rng,
+                    n_jobs,
+                    self.device,
+                    spectrum=spectrum,
                 )
                 timings["vote"] = time.perf_counter() - t0
             labels, embedding = results.commit()

@@ -295,7 +295,9 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
             def embed(rows):
                 return _embedding(spectrum, self._joint_codes(rows, estimators), n_clusters)
 
-            label_vote = fit_vote(results, Y, components, kmeans, embed, vote_neighbors, n_clusters, rng, None)
+            label_vote = fit_vote(
+                results, Y, components, kmeans, embed, vote_neighbors, n_clusters, rng, None, spectrum=spectrum
+            )
         labels, embedding = results.commit()
         kmeans.labels_ = labels  # all points', as after KDSClustering.fit
         fitted.update(
