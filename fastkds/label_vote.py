@@ -393,9 +393,9 @@ def _clearer(graph, n_clusters, code_gap_ratio):
         mu = np.linalg.eigvalsh(L.toarray())[: k + 1]
     else:
         # shift-invert just below the k + 1 smallest (all >= 0): L + 1e-3 I
-        # is positive definite, components or not, and the wanted
-        # eigenvalues map far apart (about -1, scikit-learn's shift, they
-        # crowd near 1 and ARPACK takes ten times longer)
+        # is positive definite, components or not, and maps them far apart
+        # (about scikit-learn's shift, -1, they crowd near 1: ARPACK is
+        # slower, docs/experiments.md)
         v0 = np.random.RandomState(0).uniform(-1.0, 1.0, n)
         try:
             mu = np.sort(eigsh(L, k=k + 1, sigma=-1e-3, which="LM", v0=v0, return_eigenvectors=False))

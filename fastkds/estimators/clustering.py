@@ -111,7 +111,9 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         ``n_clusters`` pieces that the k-means labels join, and the atoms'
         cells too (atoms spaced wider than a gap between clusters, as in
         concentric circles), the labels come from that graph instead: its
-        pieces, or its spectral clustering.
+        pieces, or its spectral clustering; so too where the search is
+        exact and that graph shows ``n_clusters`` clusters more clearly
+        than the code graph (a larger eigengap ratio ``mu_{k+1} / mu_k``).
 
     Attributes
     ----------
