@@ -12,7 +12,9 @@ nearest atom is one of its :data:`fastkds._config.VOTE_PROBE_ATOMS` nearest
 atoms, or of more where the cells hold fewer than
 :data:`fastkds._config.VOTE_REFERENCES_PER_ATOM` references on average
 (:func:`probe_count`; :mod:`fastkds._vote_kernels`). So a point costs a few
-hundred distances, whatever n, and the fit stays linear in n.
+hundred distances, whatever n, and the fit stays linear in n. Where that
+screen would save little (few references, or many small cells), every
+reference is a candidate: an exact search (:attr:`LabelVote.exact`).
 
 Two steps (docs/algorithm.md, "The neighbours' vote"):
 
@@ -34,7 +36,10 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
    shells closer than the atoms are spaced), and the references take the
    labels of their own graph instead: its pieces where there are
    ``n_clusters`` of them, else the k-means of its spectral embedding, as
-   SpectralClustering would label them.
+   SpectralClustering would label them. So too where the search is exact
+   (the references' graph is then the kNN graph of the points) and that
+   graph shows ``n_clusters`` clusters more clearly than the code graph: a
+   larger eigengap ratio (:func:`_clearer`).
 2. :meth:`LabelVote.predict`: every point, a training point or a new one,
    takes the label most of its q nearest references hold (a reference is
    its own nearest). One rule for both, so ``predict`` on the training
