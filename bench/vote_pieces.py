@@ -31,15 +31,16 @@ from sklearn.neighbors import NearestNeighbors, kneighbors_graph
 from fastkds import KDSClustering, clustering_accuracy
 from fastkds._config import VOTE_REFERENCES_PER_ATOM, VOTE_STRAY_SHARE
 from fastkds.datasets import find_data_dir
+from fastkds.label_vote import piece_table
 from real_data import table_parser, table_sets
 
 NEIGHBOURS = 10
 
 
 def outside_main_piece(groups, piece):
-    """Points outside the piece that holds most of their group."""
-    table = np.zeros((groups.max() + 1, piece.max() + 1), dtype=np.int64)
-    np.add.at(table, (groups, piece), 1)
+    """Points outside the piece that holds most of their group, as the vote
+    counts them, and the groups found in more than one piece."""
+    table = piece_table(groups, piece, groups.max() + 1)
     return int(groups.size - table.max(axis=1).sum()), int(((table > 0).sum(axis=1) > 1).sum())
 
 

@@ -112,6 +112,11 @@ def probe_count(n_references, n_atoms):
     return n_probe
 
 
+def _every_cell(n_probe, n_atoms):
+    """Whether probing ``n_probe`` of ``n_atoms`` atoms reads every cell."""
+    return n_probe >= n_atoms
+
+
 class LabelVote:
     """Cluster labels by a vote of each point's nearest references.
 
@@ -160,7 +165,7 @@ class LabelVote:
     @property
     def exact(self):
         """Whether a point's search reads every cell: an exact search."""
-        return self.n_probe >= self.atoms.shape[0]
+        return _every_cell(self.n_probe, self.atoms.shape[0])
 
     def cell_labels(self):
         """Per atom, the label all references of its cell hold, or -1 (none
@@ -290,7 +295,7 @@ def fit_label_vote(
     """
     n_probe = probe_count(references.shape[0], atoms.shape[0])
     # an exact search needs no ranking of the atoms: only each reference's cell
-    probes = _probe(references, atoms, 1 if n_probe >= atoms.shape[0] else n_probe, n_jobs)
+    probes = _probe(references, atoms, 1 if _every_cell(n_probe, atoms.shape[0]) else n_probe, n_jobs)
     model = LabelVote(atoms, references, labels, n_neighbors, n_clusters, cells=probes[:, 0], n_probe=n_probe)
     q = model.n_neighbors
     # Each reference's q + 1 nearest, itself among them: the first q are
@@ -367,6 +372,15 @@ def _neighbour_graph(nearest):
     return sparse.csr_matrix((np.ones(int(edge.sum())), (tails[edge], heads[edge])), shape=(n, n))
 
 
+def piece_table(groups, piece, n_groups):
+    """``table[g, p]``: how many of the references of group ``g`` (of
+    ``n_groups``) lie in piece ``p``. ``groups.shape[0] -
+    table.max(axis=1).sum()`` are outside their group's main piece."""
+    table = np.zeros((n_groups, piece.max() + 1), dtype=np.int64)
+    np.add.at(table, (groups, piece), 1)
+    return table
+
+
 def _joins_pieces(groups, piece, n_groups):
     """Whether ``groups`` (the references' labels, of ``n_groups =
     n_clusters``, or their atoms' cells, of ``n_groups = n_atoms``) put
@@ -374,9 +388,7 @@ def _joins_pieces(groups, piece, n_groups):
     most of their group: more than
     :data:`fastkds._config.VOTE_STRAY_SHARE` of an even split,
     ``n / n_groups``."""
-    table = np.zeros((n_groups, piece.max() + 1), dtype=np.int64)
-    np.add.at(table, (groups, piece), 1)
-    outside = groups.shape[0] - table.max(axis=1).sum()
+    outside = groups.shape[0] - piece_table(groups, piece, n_groups).max(axis=1).sum()
     return outside > _config.VOTE_STRAY_SHARE * groups.shape[0] / n_groups
 
 
