@@ -44,14 +44,14 @@ def step_size(W, step="centred", dtype=np.float64):
     """The encoder step: ``1 / sigma_max(W - mean atom)^2`` (docs/algorithm.md), or
     the paper's ``1 / sigma_max(W)^2`` with ``step="paper"``.
 
-    The centred ``sigma_max^2`` is held above ``sqrt(eps)`` (of ``dtype``)
-    times the uncentred one, so atoms that (nearly) coincide get a finite
-    step; their codes are all optimal then.
+    The centred ``sigma_max^2`` is held above ``eps^2`` (of ``dtype``)
+    times the uncentred one, so atoms that coincide to rounding get a
+    finite step; their codes are all optimal then.
     """
     W = np.asarray(W, dtype=np.float64)
     top = np.linalg.norm(W, 2) ** 2
     if step == "centred":
-        top = max(np.linalg.norm(W - W.mean(axis=0), 2) ** 2, np.sqrt(np.finfo(dtype).eps) * top)
+        top = max(np.linalg.norm(W - W.mean(axis=0), 2) ** 2, np.finfo(dtype).eps ** 2 * top)
     return 1.0 / top
 
 

@@ -331,11 +331,13 @@ class PreparedDictionary:
             G64 = W64 @ W64.T
             top = float(np.linalg.eigvalsh(G64)[-1]) if W64.size else 0.0
             if step == "centred":
-                # sigma_max(W - mean atom)^2, held above sqrt(eps) of the uncentred
-                # value: atoms that coincide to rounding (every code optimal) get a
-                # finite step. The uncentred value is at most the sum of the squared
-                # norms, so it is needed only below sqrt(eps) of that sum.
-                floor_scale = float(np.sqrt(np.finfo(self.dtype).eps))
+                # sigma_max(W - mean atom)^2, held above (eps sigma_max(W))^2: atoms
+                # that coincide to rounding (every code optimal) get a finite step.
+                # A spread any larger is the data's own, whatever their offset
+                # (the kernels work on the centred values), so it sets the step.
+                # sigma_max(W)^2 is at most the sum of the squared norms, so the
+                # floor is needed only below eps^2 of that sum.
+                floor_scale = float(np.finfo(self.dtype).eps) ** 2
                 if top < floor_scale * sq_norms.sum():
                     Wu = np.asarray(W, dtype=np.float64)
                     top = max(top, floor_scale * float(np.linalg.eigvalsh(Wu @ Wu.T)[-1]))

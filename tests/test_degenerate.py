@@ -220,21 +220,25 @@ def test_float32_overflowing_squared_norms(scale):
     fit_and_check(Y, 4)
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_translated_data_same_codes(dtype):
+@pytest.mark.parametrize(
+    "dtype, offset", [(np.float64, 10.0), (np.float64, 1e4), (np.float32, 10.0), (np.float32, 100.0)]
+)
+def test_translated_data_same_codes(dtype, offset):
     """Codes of (Y + c, W + c) equal those of (Y, W), exact (the default) or
     by the accelerated encoder with the centred step: the objective on the
     simplex does not change under a common translation, and neither do
-    these encoders. The paper's step does change them (moons + 10: codes
-    far longer)."""
+    these encoders, up to the rounding of the moved data (a float32 point
+    at 100 holds its unit spread to about 1e-5). The paper's step does
+    change them (moons + 10: codes far longer)."""
     rng = np.random.default_rng(18)
     Y = rng.uniform(-1.0, 1.0, size=(200, 2)).astype(dtype)
     W = rng.uniform(-1.0, 1.0, size=(12, 2))
     for encoder in ("active-set", "apg"):
         ref = sparse_encode(Y, W, lam=5.0, n_iter=15, encoder=encoder).toarray()
-        shifted = sparse_encode(Y + dtype(10.0), W + 10.0, lam=5.0, n_iter=15, encoder=encoder).toarray()
-        np.testing.assert_allclose(shifted, ref, atol=1e-9 if dtype == np.float64 else 2e-4)
-    paper = sparse_encode(Y + dtype(10.0), W + 10.0, lam=5.0, n_iter=15, step="paper", encoder="apg")
+        shifted = sparse_encode(Y + dtype(offset), W + offset, lam=5.0, n_iter=15, encoder=encoder).toarray()
+        # float32: the moved points are rounded to 6e-8 of the offset; the codes move a few hundred times that
+        np.testing.assert_allclose(shifted, ref, atol=1e-9 if dtype == np.float64 else 2e-5 * offset)
+    paper = sparse_encode(Y + dtype(offset), W + offset, lam=5.0, n_iter=15, step="paper", encoder="apg")
     assert paper.nnz > 2 * sparse_encode(Y, W, lam=5.0, n_iter=15, encoder="apg").nnz
 
 
@@ -252,6 +256,22 @@ def test_offset_moons_cluster_as_centred_ones():
     assert acc >= 0.99
     assert abs(clustering_accuracy(y, offset.labels_) - acc) <= 0.002
     np.testing.assert_allclose(offset.components_ - 100.0, centred.components_, atol=1e-6)
+
+
+def test_offset_float32_moons_cluster_as_centred_ones():
+    """The same in float32, moved by (1000, 1000): the data hold their 0.1
+    noise to about 1e-4 there, and the step follows the atoms' own spread
+    (a floor tied to their distance from the origin once set it instead,
+    and the codes stopped short: accuracy 0.91)."""
+    Y, y = make_moons(3000, random_state=0)
+    Y = Y.astype(np.float32)
+    params = dict(n_atoms=24, lam=5.0, n_iter=15, max_epochs=30, random_state=0)
+    centred = KDSClustering(2, **params).fit(Y)
+    offset = KDSClustering(2, **params).fit(Y + np.float32(1000.0))
+    acc = clustering_accuracy(y, centred.labels_)
+    assert acc >= 0.99
+    assert abs(clustering_accuracy(y, offset.labels_) - acc) <= 0.002
+    assert offset.kds_.objective_[-1] == pytest.approx(centred.kds_.objective_[-1], rel=1e-2)
 
 
 def test_offset_step_ratio_exact():
