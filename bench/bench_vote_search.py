@@ -16,6 +16,11 @@ The exact search of a small set (every reference a candidate: one cell
 that holds them all, screened at any number of features) is timed against
 the same search run cell by cell with every atom probed.
 
+With few features (the moons) the search sums every distance directly
+(``search_direct``); it is timed against scikit-learn's k-d tree, the
+exact search a user would reach for, on the same references: the fit's
+10,000 references of 100 atoms, and n points searched.
+
     pytest bench/bench_vote_search.py --benchmark-only --benchmark-group-by=group,param:per_cell,param:data
 """
 
@@ -24,7 +29,7 @@ import functools
 import numpy as np
 import pytest
 
-from conftest import bench_n, mnist_shaped_blobs, record
+from conftest import bench_n, mnist_shaped_blobs, moons_data, record
 from fastkds import _config, _vote_kernels
 from fastkds.label_vote import LabelVote, _probe
 
@@ -170,3 +175,47 @@ def test_exact_search(benchmark, impl, data):
     found = benchmark.pedantic(search, args=(Y,), rounds=5, iterations=1)
     record(benchmark, Y.shape[0], n_atoms=vote.atoms.shape[0])
     np.testing.assert_array_equal(found, every_cell_search(Y, vote))
+
+
+@functools.lru_cache(maxsize=1)
+def moons_problem(n):
+    """``n`` moons searched among 10,000 of them as references, in the cells
+    of 100 atoms drawn from those (the defaults' atoms and references on
+    many points), and each point's probed atoms."""
+    from fastkds.label_vote import probe_count
+
+    points = moons_data(max(n, 10_000))[0]
+    Y, R = np.ascontiguousarray(points[:n]), np.ascontiguousarray(points[:10_000])
+    atoms = R[np.random.default_rng(1).choice(R.shape[0], 100, replace=False)]
+    vote = LabelVote(atoms, R, np.zeros(R.shape[0], dtype=np.int32), NEIGHBOURS, 2)
+    assert not vote.exact and vote.n_probe == probe_count(R.shape[0], 100)
+    return Y, vote, _probe(Y, vote.atoms, vote.n_probe, None)
+
+
+def run_moons_search(Y, vote, probes):
+    dist = np.full((Y.shape[0], NEIGHBOURS), np.inf)
+    idx = np.full((Y.shape[0], NEIGHBOURS), -1, dtype=np.int64)
+    with _config.numba_threads(None):
+        _vote_kernels.search_direct(
+            Y, vote.references, vote.cell_start, vote.cell_refs, probes, np.arange(Y.shape[0]), dist, idx
+        )
+    return idx
+
+
+@pytest.mark.benchmark(group="vote search, few features")
+@pytest.mark.parametrize("impl", ["screened", "scikit-learn KDTree"])
+def test_few_features_search(benchmark, impl):
+    from sklearn.neighbors import KDTree
+
+    n = min(bench_n(), 100_000)
+    Y, vote, probes = moons_problem(n)
+    if impl == "screened":
+        run_moons_search(Y[:8], vote, probes[:8])  # compile
+        found = benchmark.pedantic(run_moons_search, args=(Y, vote, probes), rounds=3, iterations=1)
+    else:
+        tree = KDTree(vote.references)
+        found = benchmark.pedantic(tree.query, args=(Y,), kwargs=dict(k=NEIGHBOURS), rounds=3, iterations=1)[1]
+    record(benchmark, n, n_probe=vote.n_probe)
+    exact = KDTree(vote.references).query(Y, k=NEIGHBOURS)[1]
+    recall = np.mean([len(np.intersect1d(a, b)) for a, b in zip(found, exact)]) / NEIGHBOURS
+    assert recall >= 0.99  # the atoms' screen loses almost none of the moons' nearest

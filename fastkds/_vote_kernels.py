@@ -41,7 +41,9 @@ def _sq_distance(A, i, B, j):
     return acc
 
 
-@njit(cache=True, nogil=True)
+# inlined where it is called: most candidates go after the last entry, and
+# a call per candidate, with its two row views, cost the searches 2-4x
+@njit(cache=True, nogil=True, inline="always")
 def _insert(dist, idx, d, j):
     """Put ``(d, j)`` into the ascending lists ``dist``, ``idx`` (by
     distance, then index; an empty slot has index -1) if it goes before
@@ -242,11 +244,12 @@ def search_direct(Y, R, cell_start, cell_refs, probes, searching, best_dist, bes
     turn (they stay in cache anyway), keeping its own best list at hand."""
     for t in prange(searching.shape[0]):
         i = searching[t]
+        dist, idx = best_dist[i], best_idx[i]
         for p in range(probes.shape[1]):
             a = probes[i, p]
             for s in range(cell_start[a], cell_start[a + 1]):
                 j = cell_refs[s]
-                _insert(best_dist[i], best_idx[i], _sq_distance(Y, i, R, j), j)
+                _insert(dist, idx, _sq_distance(Y, i, R, j), j)
 
 
 @njit(parallel=True, cache=True)
