@@ -7,9 +7,10 @@ import os
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.base import clone
 
 from fastkds import _config
-from fastkds import KDS, KDSClustering, clustering_accuracy, make_moons
+from fastkds import KDS, KDSClustering, KDSEnsembleClustering, clustering_accuracy, make_moons
 from fastkds.diskcodes import load_codes
 from fastkds.sources import SlicedSource, as_source, is_chunked_input
 
@@ -172,6 +173,29 @@ def test_bad_chunked_input_gets_a_clear_error(tmp_path, data, error, match):
         data = str(tmp_path / data)
     with pytest.raises(error, match=match):
         KDS(2, **PARAMS).fit(data)
+
+
+@pytest.mark.parametrize("shape, match", [((0, 2), "0 sample"), ((50, 0), "0 feature")])
+@pytest.mark.parametrize("kind", ["npy", "list"])
+@pytest.mark.parametrize("estimator", [KDS(8, **PARAMS), KDSClustering(2, **PARAMS), KDSEnsembleClustering(2)])
+def test_empty_chunked_input_is_refused_as_an_empty_array_is(tmp_path, shape, match, kind, estimator):
+    """No rows or no features, read in chunks: scikit-learn's error for an
+    empty array, not a crash in the seeding (no rows) or a fit of nothing
+    (no features)."""
+    data = np.empty(shape)
+    if kind == "npy":
+        np.save(tmp_path / "empty.npy", data)
+        data = str(tmp_path / "empty.npy")
+    else:
+        data = [data]
+    with pytest.raises(ValueError, match=match):
+        clone(estimator).fit(data)
+
+
+def test_objective_of_chunks_without_rows_is_refused(moons):
+    kds = KDS(8, **PARAMS).fit(moons[0])
+    with pytest.raises(ValueError, match="0 sample"):
+        kds.objective([np.empty((0, 2))])
 
 
 def test_feature_count_is_checked_on_chunked_input(moons, tmp_path):

@@ -147,6 +147,8 @@ def check_input(estimator, X, *, reset, passes=1):
     if not is_chunked_input(X):
         return validate_data(estimator, X, dtype=FLOAT_DTYPES, order="C", reset=reset)
     source = as_source(X)
+    if source.n_features == 0:  # as scikit-learn refuses an in-memory array
+        raise ValueError(f"Found data with 0 feature(s) (shape={source.shape}) while a minimum of 1 is required.")
     if passes > 1 and not source.reiterable:
         raise TypeError(
             "fitting reads the data several times, but X is a one-shot iterator: pass a "
@@ -163,6 +165,8 @@ def check_input(estimator, X, *, reset, passes=1):
         )
     if passes > 1:
         source.count()
+    if source.n_samples == 0:  # known without a pass: a file, a dataset, a counted source
+        raise ValueError(f"Found data with 0 sample(s) (shape={source.shape}) while a minimum of 1 is required.")
     return source
 
 

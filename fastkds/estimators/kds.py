@@ -467,6 +467,8 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         Y = check_input(self, X, reset=False)
         stats = SufficientStatistics(self.components_.shape[0], Y.shape[1])
         fitted_encoder(self).run(Y, stats)
+        if stats.n_samples == 0:  # chunks that held no rows: no mean to take
+            raise ValueError("Found data with 0 sample(s) while a minimum of 1 is required.")
         return stats.mean_objective
 
     def score(self, X, y=None):
