@@ -46,6 +46,7 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
    points gives ``labels_``.
 """
 
+import functools
 import warnings
 
 import numpy as np
@@ -223,6 +224,30 @@ class LabelVote:
             nearest_references(Y, atoms, self.references, cell_start, cell_refs, cell_label, probes, out, settled)
         return out, settled
 
+    def check_rows(self, Y):
+        """Refuse rows whose squared distances to the references could
+        overflow float64 (every distance would read inf, and the nearest
+        would be arbitrary): ``||y - r||^2 <= 2 ||y||^2 + 2 ||r||^2``.
+
+        Parameters
+        ----------
+        Y : ndarray of shape (n_samples, n_features)
+
+        Raises
+        ------
+        ValueError
+            If that bound is not finite.
+        """
+        with np.errstate(over="ignore"):
+            if not np.isfinite(2.0 * (_largest_sq_norm(Y) + self._largest_reference_sq_norm)):
+                raise ValueError(
+                    "the squared distances of the data to the vote's references overflow float64: rescale the data"
+                )
+
+    @functools.cached_property
+    def _largest_reference_sq_norm(self):
+        return _largest_sq_norm(self.references)
+
     def predict(self, Y, n_jobs=None):
         """The label most of each row's ``n_neighbors`` nearest references hold.
 
@@ -238,6 +263,13 @@ class LabelVote:
         """
         neighbours, settled = self.neighbours(Y, n_jobs=n_jobs, settle=True)
         return _vote(neighbours, self.labels, None, self.n_clusters, n_jobs, settled)
+
+
+def _largest_sq_norm(Y):
+    """The largest squared norm of a row of ``Y``, in float64 (0 for no rows)."""
+    Y64 = np.asarray(Y, dtype=np.float64)
+    with np.errstate(over="ignore"):
+        return float(np.einsum("ij,ij->i", Y64, Y64).max(initial=0.0))
 
 
 def _probe(Y, atoms, n_probe, n_jobs):

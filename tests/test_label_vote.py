@@ -521,3 +521,15 @@ def test_shells_the_code_graph_mixes_are_told_apart():
     Y, y = make_nested_spheres(3000, 3, 30, random_state=100)
     model = KDSClustering(3, random_state=0).fit(Y)
     assert clustering_accuracy(y, model.labels_) == 1.0
+
+
+@pytest.mark.parametrize("cls", [KDSClustering, KDSEnsembleClustering])
+def test_predict_refuses_points_whose_distances_overflow(moons, cls):
+    """Points so far out that every squared distance to the references is
+    inf get transform's error, not labels of arbitrary neighbours; points
+    just inside the range are labelled."""
+    model = cls(2, random_state=0).fit(moons[0][:400])
+    with pytest.raises(ValueError, match="overflow float64: rescale"):
+        model.predict(np.array([[1e155, 0.0], [-1e155, 0.0]]))
+    assert model.predict(np.array([[1e153, 0.0]])).shape == (1,)
+    np.testing.assert_array_equal(model.predict(moons[0][:400]), model.labels_)

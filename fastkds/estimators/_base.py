@@ -3,6 +3,7 @@ fit, ``save`` and the hooks of model files, the clusterers' feature names,
 and the docstring of KDS's parameters that KDSClustering repeats."""
 
 import copy
+import functools
 
 import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin
@@ -293,8 +294,15 @@ def vote_labeller(label_vote, device, n_jobs):
     if runs_on_cuda(device):
         from .. import gpu
 
-        return gpu.CudaLabelVote(label_vote).predict
-    return lambda rows: label_vote.predict(rows, n_jobs)
+        predict = gpu.CudaLabelVote(label_vote).predict
+    else:
+        predict = functools.partial(label_vote.predict, n_jobs=n_jobs)
+
+    def label(rows):
+        label_vote.check_rows(rows)
+        return predict(rows)
+
+    return label
 
 
 def predict_by_vote(label_vote, Y, n_jobs, device="cpu"):
