@@ -44,10 +44,23 @@ def _n_parts(n, m, itemsize):
 def _top_eigenpair(W, G=None):
     """Largest eigenvalue of ``W W^T`` (= sigma_max(W)^2) and its unit eigenvector
     (``G``: ``W W^T`` when the caller has it)."""
-    G = W @ W.T if G is None else G
+    if G is None:
+        with np.errstate(over="ignore", invalid="ignore"):
+            G = W @ W.T
+    _refuse_overflow(G)  # eigh would give no eigenpair at all
     m = G.shape[0]
     vals, vecs = scipy.linalg.eigh(G, subset_by_index=[m - 1, m - 1], check_finite=False)
     return float(vals[0]), vecs[:, 0]
+
+
+def _refuse_overflow(products):
+    """Raise where the atoms' products (their Gram matrix, or their squared
+    norms, which bound it) are not finite in float64."""
+    if not np.all(np.isfinite(products)):
+        raise ValueError(
+            "the atoms' squared norms overflow float64: the training diverged (lower learning_rate) "
+            "or the data need rescaling"
+        )
 
 
 def _sigmoid(theta):
@@ -269,6 +282,8 @@ class UnrolledTrainer:
         c1 = 1.0 - b1**k
         c2 = 1.0 - b2**k
         _unrolled_kernels.adam_update(self.W, gW, self.m_W, self.v_W, c, lr, b1, b2, c1, c2, eps)
+        with np.errstate(over="ignore"):
+            _refuse_overflow(np.einsum("ij,ij->i", self.W, self.W))  # a step this large ends the fit here
         if self.theta is not None:
             self.m_t = b1 * self.m_t + (1.0 - b1) * gt
             self.v_t = b2 * self.v_t + (1.0 - b2) * gt * gt

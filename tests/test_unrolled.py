@@ -2,6 +2,8 @@
 finite differences and against the NumPy oracle, its determinism, the
 bounded trainable step, and ``KDS(solver="unrolled")``."""
 
+import copy
+
 import numba
 import numpy as np
 import pytest
@@ -301,3 +303,33 @@ def test_bad_solver_parameters_fail_clearly(params, error):
 )
 def test_sklearn_compatible_unrolled(estimator, check):
     check(estimator)
+
+
+def test_diverging_learning_rate_gets_a_clear_error_and_leaves_the_model():
+    """A learning rate that throws the atoms past float64 ends the fit with
+    a ValueError saying so (an IndexError from the eigensolver before), in
+    fit and in partial_fit; a failed partial_fit leaves the model as it was."""
+    Y, _ = make_moons(400, random_state=0)
+    with pytest.raises(ValueError, match="diverged"):
+        KDS(8, solver="unrolled", max_epochs=2, learning_rate=1e200, random_state=0).fit(Y)
+    model = KDS(8, solver="unrolled", max_epochs=2, random_state=0).fit(Y)
+    before = model.components_.copy()
+    model.set_params(learning_rate=1e200)
+    with pytest.raises(ValueError, match="diverged"):
+        model.partial_fit(Y)
+    np.testing.assert_array_equal(model.components_, before)
+    assert model.n_iter_ == 2
+
+
+def test_partial_fit_takes_the_parameters_set_since_the_last_call():
+    """set_params between partial_fit calls reaches the continuing Adam
+    state: the same state stepped at two learning rates moves the atoms
+    apart, and by more at the larger one."""
+    Y, _ = make_moons(400, random_state=0)
+    model = KDS(8, solver="unrolled", max_epochs=2, random_state=0).fit(Y)
+    start = model.components_.copy()
+    moved = {}
+    for rate in (1e-4, 1e-1):
+        twin = copy.deepcopy(model).set_params(learning_rate=rate)
+        moved[rate] = np.abs(twin.partial_fit(Y).components_ - start).max()
+    assert moved[1e-1] > 10 * moved[1e-4]

@@ -240,7 +240,9 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
           as scikit-learn's MiniBatchDictionaryLearning) and the dictionary
           solves the exact step from them (see :mod:`fastkds.online`).
         - ``solver="unrolled"``: one pass of Adam over the chunk in
-          mini-batches of ``batch_size``, continuing the optimiser's state.
+          mini-batches of ``batch_size``, continuing the optimiser's state
+          with the current ``lam``, ``n_iter``, ``learning_rate`` and
+          ``clip_norm`` (a :meth:`set_params` between calls takes effect).
 
         ``n_iter_`` counts the calls (after a fit, on top of its epochs);
         ``objective_`` gains the chunk's mean objective (exact: codes under
@@ -300,6 +302,9 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         with numba_threads(p["n_jobs"]):
             if p["solver"] == "unrolled":
                 trainer = state["trainer"]
+                # the current parameters, as set_params left them, not those of the first call
+                for name in ("lam", "n_iter", "learning_rate", "clip_norm"):
+                    setattr(trainer, name, p[name])
                 F = trainer.epoch(Y, p["batch_size"], state["rng"] if p["shuffle"] else None)
                 W = trainer.W
                 step = trainer.step
