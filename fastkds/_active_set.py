@@ -49,7 +49,8 @@ MAX_STEPS = 64
 #: Optimality tolerance on the KKT conditions, in units of the rounding of
 #: the gradient: ``g_j >= tau - RTOL_EPS * eps * scale`` counts as satisfied,
 #: ``eps`` the data dtype's machine epsilon and ``scale`` the size of the
-#: gradient's terms (``||y||^2 + max ||w_j||^2``, times 1 + 2 lam).
+#: terms of ``g_j`` and ``tau``: ``||y||^2 + max(||w_j||^2, max over the
+#: support of ||w_k||^2)``, times 1 + 2 lam.
 RTOL_EPS = 64.0
 
 #: A Cholesky pivot below this fraction of the diagonal's scale means the
@@ -131,7 +132,7 @@ def _active_set_point(b, yy, G, ww, lam, eps, c, g, inP, P, x, z, L, rhs):
             j0 = j
         if wj > s:
             s = wj
-    tol = RTOL_EPS * eps * (yy64 + s) * (1.0 + lam + lam)
+    tol = RTOL_EPS * eps * (1.0 + lam + lam)  # per unit of the gradient's scale
     if s <= 0.0:
         s = 1.0  # every atom at the mean: any positive shift will do
     P[0] = j0
@@ -151,14 +152,21 @@ def _active_set_point(b, yy, G, ww, lam, eps, c, g, inP, P, x, z, L, rhs):
             for j in range(m):
                 g[j] += xk * np.float64(G[k, j])
         tau = 0.0
+        s_support = 0.0
         for q in range(p):
             tau += x[q] * g[P[q]]
+            s_support = max(s_support, np.float64(ww[P[q]]))
+        # each atom's own tolerance: the rounding of g_j and of tau grows with
+        # the norms of atom j and of the support's atoms, not with those of
+        # atoms far from both (one far atom made it wide enough to accept
+        # a wrong support in float32)
         enter = -1
-        gmin = tau - tol
+        gmin = np.inf
         for j in range(m):
             if inP[j] == 0 and g[j] < gmin:
-                gmin = g[j]
-                enter = j
+                if g[j] < tau - tol * (yy64 + max(np.float64(ww[j]), s_support)):
+                    gmin = g[j]
+                    enter = j
         if enter < 0:
             going = False
             continue

@@ -457,6 +457,20 @@ def test_active_set_codes_are_optimal(d, m, lam, dtype):
         np.testing.assert_allclose(X64, many, rtol=0, atol=1e-4)
 
 
+def test_active_set_float32_with_a_far_atom_is_optimal():
+    """A far atom does not widen the KKT tolerance of the atoms near a
+    point: float32 codes of moons with one atom at (100, 100) are the
+    float64 ones to float32's rounding (a tolerance scaled by the largest
+    atom once accepted supports 46% above the optimal objective)."""
+    Y, _ = fastkds.make_moons(400, random_state=0)
+    W = np.vstack([fastkds.KDS(20, random_state=0).fit(Y).components_, [[100.0, 100.0]]])
+    exact = fastkds.sparse_encode(Y, W, encoder="active-set").toarray()
+    single = fastkds.sparse_encode(Y.astype(np.float32), W.astype(np.float32), encoder="active-set").toarray()
+    f, f32 = _naive.objective(Y, W, exact, 1.0), _naive.objective(Y, W, single.astype(np.float64), 1.0)
+    assert np.all(f32 <= f * (1 + 1e-3))
+    assert _naive.kkt_residual(Y, W, single.astype(np.float64), 1.0).max() < 1e-6
+
+
 def test_active_set_same_for_any_threads_and_chunks():
     """Each point's code is its own: bitwise the same on 1 or 2 threads and
     for any chunking (the products Y W^T aside, compared on one chunk size)."""
