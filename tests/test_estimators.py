@@ -690,3 +690,14 @@ def test_docstring_reaches_help_and_names_every_parameter(cls):
     assert doc and doc.lstrip().startswith(("K-Deep Simplex", "Spectral clustering"))
     for name in cls().get_params():
         assert f"\n    {name} : " in doc, f"{cls.__name__} docstring lacks parameter {name!r}"
+
+
+def test_clustering_takes_its_atom_count_from_an_init_array():
+    """n_atoms="auto" with initial atoms given as an array: as many atoms as
+    the array's rows (it asked for the auto count's before, and refused
+    the array)."""
+    Y, _ = make_moons(500, random_state=0)
+    model = KDSClustering(2, init=Y[:8], random_state=0, max_epochs=3).fit(Y)
+    assert model.kds_.n_atoms == 8 and model.components_.shape == (8, 2)
+    with pytest.raises(ValueError, match="expected .n_atoms, n_features. = .8, 2."):
+        KDSClustering(2, init=Y[:8, :1]).fit(Y)

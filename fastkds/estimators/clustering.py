@@ -59,8 +59,8 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         Number of atoms m. ``"auto"``: about sqrt(n_samples), at least 16
         and 4 per cluster asked for, at most 100 (more when 4 per cluster
         asks for more), never more than the points
-        (``fastkds._validation.auto_n_atoms``); ``kds_.n_atoms`` holds the
-        number used.
+        (``fastkds._validation.auto_n_atoms``), or the rows of an ``init``
+        array; ``kds_.n_atoms`` holds the number used.
     """
         + KDS_PARAMS_DOC
         + """
@@ -245,7 +245,9 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         "auto"), and a seed from ``rng``."""
         params = {name: getattr(self, name) for name in KDS().get_params(deep=False)}
         if isinstance(self.n_atoms, str):  # "auto", as check_clustering_params makes sure
-            params["n_atoms"] = auto_n_atoms(n_samples, n_clusters)
+            # initial atoms given as an array say how many there are
+            given = not isinstance(self.init, str) and np.ndim(self.init) == 2
+            params["n_atoms"] = np.shape(self.init)[0] if given else auto_n_atoms(n_samples, n_clusters)
         params["random_state"] = rng.randint(np.iinfo(np.int32).max)
         return KDS(**params)
 
