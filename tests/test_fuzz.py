@@ -446,24 +446,32 @@ def test_project_simplex_sorted_huge_values(v, dtype):
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.parametrize(
-    "Y, W",
+    "Y, W, step",
     [
-        (np.zeros((1, 1), np.float32), np.array([[6e-26]], np.float32)),
-        (np.zeros((1, 1)), np.array([[5.6e-156]])),
-        (np.array([[1.0]], np.float32), np.array([[1e-20], [2e-20]], np.float32)),
+        (np.zeros((1, 1), np.float32), np.array([[6e-26]], np.float32), "centred"),
+        (np.zeros((1, 1)), np.array([[5.6e-156]]), "paper"),
+        (np.array([[1.0]], np.float32), np.array([[1e-20], [2e-20]], np.float32), "centred"),
     ],
     ids=["float32-6e-26", "float64-5.6e-156", "float32-1e-20"],
 )
-def test_encoder_tiny_dictionary(Y, W):
-    """A tiny but nonzero dictionary whose step 1/sigma_max(W)^2 overflows the
-    dtype: a clear ValueError asking to rescale.
+def test_encoder_tiny_dictionary(Y, W, step):
+    """A tiny but nonzero dictionary whose step overflows the dtype: a clear
+    ValueError asking to rescale.
 
     Regression (found by this module): before b646585 alpha became inf, the
     iterate NaN, and the kernel divided by zero: SystemError.
     """
     with pytest.raises(ValueError, match="rescale") as info:
-        sparse_encode(Y, W, lam=0.0, n_iter=5)
+        sparse_encode(Y, W, lam=0.0, n_iter=5, step=step)
     assert_clear_error(info.value)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_encoder_tiny_single_atom_centred():
+    """The same float64 atom with the centred step: less its mean it is
+    zero, so no step is needed (any works), and the one code is 1."""
+    codes = sparse_encode(np.zeros((1, 1)), np.array([[5.6e-156]]), lam=0.0, n_iter=5)
+    np.testing.assert_array_equal(codes.toarray(), [[1.0]])
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
