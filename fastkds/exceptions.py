@@ -28,6 +28,7 @@ __all__ = [
     "OffCentreDataWarning",
     "TooFewSamplesWarning",
     "DeviceFallbackWarning",
+    "FewerClustersWarning",
 ]
 
 
@@ -80,6 +81,15 @@ class TooFewSamplesWarning(KDSWarning):
 class DeviceFallbackWarning(KDSWarning, RuntimeWarning):
     """``device="auto"`` found no usable GPU for the work, and runs it on the
     CPU; the message names the reason. Also a ``RuntimeWarning``."""
+
+
+class FewerClustersWarning(KDSWarning, ConvergenceWarning):
+    """The labels hold fewer distinct clusters than ``n_clusters_``: the
+    neighbours' vote gave every point of a cluster the label most of its
+    ``vote_neighbors`` nearest hold, and a cluster of fewer points than
+    that was outvoted (as scikit-learn's ``KMeans`` warns when it finds
+    fewer distinct clusters than asked for). Also a
+    :class:`sklearn.exceptions.ConvergenceWarning`."""
 
 
 def _library_dirs():

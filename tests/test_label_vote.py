@@ -1,6 +1,8 @@
 """The neighbours' vote (fastkds.label_vote): its kernels against a NumPy
 oracle, its rule, and the clusterers that use it."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -446,7 +448,10 @@ def test_bad_vote_neighbors_fail_clearly_and_leave_the_model(moons, value, error
 
 def test_more_neighbours_than_references_still_label_every_point():
     Y, _ = make_moons(60, random_state=1)
-    model = KDSClustering(2, n_atoms=8, vote_neighbors=100, random_state=0).fit(Y)
+    from fastkds.exceptions import FewerClustersWarning
+
+    with pytest.warns(FewerClustersWarning):  # every point votes with all: one label is left
+        model = KDSClustering(2, n_atoms=8, vote_neighbors=100, random_state=0).fit(Y)
     assert set(np.unique(model.labels_)) <= {0, 1}
     np.testing.assert_array_equal(model.predict(Y), model.labels_)
 
@@ -533,3 +538,21 @@ def test_predict_refuses_points_whose_distances_overflow(moons, cls):
         model.predict(np.array([[1e155, 0.0], [-1e155, 0.0]]))
     assert model.predict(np.array([[1e153, 0.0]])).shape == (1,)
     np.testing.assert_array_equal(model.predict(moons[0][:400]), model.labels_)
+
+
+@pytest.mark.parametrize("cls", [KDSClustering, KDSEnsembleClustering])
+def test_a_vote_that_outvotes_a_cluster_says_so(cls):
+    """Two far-apart blobs of 25 and 35 points: 59 voting neighbours give
+    every point the larger blob's label, and the fit warns that the labels
+    hold fewer clusters than n_clusters (as scikit-learn's KMeans warns);
+    10 keep both blobs, without a warning."""
+    from fastkds.exceptions import FewerClustersWarning
+
+    rng = np.random.RandomState(0)
+    X = np.vstack([rng.randn(25, 2), rng.randn(35, 2) + 20])
+    with pytest.warns(FewerClustersWarning, match="1 distinct clusters of n_clusters=2"):
+        cls(2, vote_neighbors=59, random_state=0).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FewerClustersWarning)
+        labels = cls(2, random_state=0).fit(X).labels_
+    assert sorted(np.bincount(labels)) == [25, 35]

@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import _config, _dask, persistence
 from .._backends import runs_on_cuda
+from ..exceptions import FewerClustersWarning, warn
 from .._validation import (
     FLOAT_DTYPES,
     check_nonneg_float,
@@ -276,14 +277,29 @@ def fit_vote(results, Y, atoms, kmeans, embed, n_neighbors, n_clusters, rng, n_j
         n_init=kmeans.n_init,
         code_gap_ratio=None if spectrum is None else spectrum.gap_ratio(n_clusters),
     )
+    held = np.zeros(n_clusters, dtype=np.int64)  # points of each label
+
+    def counted(parts):
+        for part in parts:
+            held[:] += np.bincount(part, minlength=n_clusters)
+            yield part
+
     if every_point:  # every point is a reference: its label is known
         step = _config.LABEL_CHUNK
-        results.write_labels(reference_labels[start : start + step] for start in range(0, Y.shape[0], step))
+        results.write_labels(counted(reference_labels[start : start + step] for start in range(0, Y.shape[0], step)))
     elif dask:
         results.vote(label_vote)
+        return label_vote  # lazy labels: not counted
     else:
         label = vote_labeller(label_vote, device, n_jobs)
-        results.write_labels(label(chunk) for _, chunk in source_chunks(Y, _config.LABEL_CHUNK))
+        results.write_labels(counted(label(chunk) for _, chunk in source_chunks(Y, _config.LABEL_CHUNK)))
+    if not held.all():
+        warn(
+            f"the neighbours' vote left {np.count_nonzero(held)} distinct clusters of n_clusters={n_clusters}: "
+            f"a cluster of fewer points than vote_neighbors={n_neighbors} was outvoted; set a smaller "
+            f"vote_neighbors, or None for the code graph's labels",
+            FewerClustersWarning,
+        )
     return label_vote
 
 
