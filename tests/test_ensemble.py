@@ -275,3 +275,14 @@ def test_yaleb_faces_separated_by_five_dictionaries():
         one = KDSClustering(2, vote_neighbors=None, random_state=seed, **params).fit(Y)
         single.append(clustering_accuracy(y, one.labels_))
     assert min(single) < 1.0  # the case is not trivial for one dictionary
+
+
+@pytest.mark.filterwarnings("ignore")
+def test_auto_clusters_on_one_point_is_one_cluster():
+    """n_clusters="auto" never chooses more clusters than points: the
+    stacked dictionaries of one point hold several copies of it (k-means
+    was asked for 2 clusters of 1 point before), as KDSClustering gives."""
+    X = np.array([[0.0, 1.0]])
+    model = KDSEnsembleClustering(random_state=0).fit(X)
+    assert model.n_clusters_ == 1 == KDSClustering(random_state=0).fit(X).n_clusters_
+    np.testing.assert_array_equal(model.labels_, [0])

@@ -82,7 +82,8 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
     n_init : int, default=10
         k-means restarts.
     max_clusters : int, default=20
-        Largest number of clusters ``"auto"`` may choose.
+        Largest number of clusters ``"auto"`` may choose (never more than
+        the points).
     embedding : {"diffusion", "leading"}, default="diffusion"
         What the k-means clusters. ``"leading"``: the eigenvectors of the
         code graph's k leading modes (Ng, Jordan and Weiss; the paper's,

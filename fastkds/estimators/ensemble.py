@@ -122,7 +122,8 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
     n_init : int, default=10
         k-means restarts.
     max_clusters : int, default=20
-        Largest number of clusters ``"auto"`` may choose.
+        Largest number of clusters ``"auto"`` may choose (never more than
+        the points).
     embedding : {"diffusion", "leading"}, default="diffusion"
         As in :class:`~fastkds.KDSClustering`: the joint code graph's k
         leading modes, or those and the next k, weighted.
