@@ -267,9 +267,8 @@ class LabelVote:
 
 def _largest_sq_norm(Y):
     """The largest squared norm of a row of ``Y``, in float64 (0 for no rows)."""
-    Y64 = np.asarray(Y, dtype=np.float64)
     with np.errstate(over="ignore"):
-        return float(np.einsum("ij,ij->i", Y64, Y64).max(initial=0.0))
+        return float(np.einsum("ij,ij->i", Y, Y, dtype=np.float64).max(initial=0.0))
 
 
 def _probe(Y, atoms, n_probe, n_jobs):

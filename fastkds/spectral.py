@@ -494,10 +494,8 @@ def cluster_codes(XtX, s, atoms, results, rng, params, timings=None, label=True)
     with _config.single_thread_blas():
         t0 = time.perf_counter()
         spectrum = BipartiteSpectrum(XtX, s, min_component=min_component, atoms=atoms, embedding=embedding)
-        if k is None:  # never more clusters than points (a stack of dictionaries may hold more atoms)
-            n_clusters = spectrum.eigengap(results.n if max_clusters is None else min(max_clusters, results.n))
-        else:
-            n_clusters = k
+        # "auto": never more clusters than points (a stack of dictionaries may hold more atoms)
+        n_clusters = spectrum.eigengap(min(max_clusters, results.n)) if k is None else k
         seed = rng.randint(np.iinfo(np.int32).max)
         sample_rows = results.embed(spectrum.projection(n_clusters), kmeans_sample(results.n, seed))
         timings["embed"] = time.perf_counter() - t0

@@ -310,21 +310,17 @@ def vote_labeller(label_vote, device, n_jobs):
     if runs_on_cuda(device):
         from .. import gpu
 
-        predict = gpu.CudaLabelVote(label_vote).predict
-    else:
-        predict = functools.partial(label_vote.predict, n_jobs=n_jobs)
-
-    def label(rows):
-        label_vote.check_rows(rows)
-        return predict(rows)
-
-    return label
+        return gpu.CudaLabelVote(label_vote).predict
+    return functools.partial(label_vote.predict, n_jobs=n_jobs)
 
 
 def predict_by_vote(label_vote, Y, n_jobs, device="cpu"):
     """Labels of validated ``Y`` (an array or a :class:`ChunkSource`) by ``label_vote``, on ``device``."""
     label = vote_labeller(label_vote, device, n_jobs)
-    parts = [label(chunk) for _, chunk in source_chunks(Y, _config.LABEL_CHUNK)]
+    parts = []
+    for _, chunk in source_chunks(Y, _config.LABEL_CHUNK):
+        label_vote.check_rows(chunk)  # new points: the fit's were checked by its encoder
+        parts.append(label(chunk))
     return np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)
 
 
