@@ -28,6 +28,20 @@ def check_data(Y, *, name="Y", min_samples=1):
     )
 
 
+def read_only(a):
+    """A read-only view of the array ``a`` (no copy), to hand a kernel that only reads it.
+
+    Numba compiles a kernel apart for read-only and for writable arrays (a
+    few seconds a kernel, on first use). Data reach the kernels as read-only
+    views always, so one compile serves a caller's writable arrays and their
+    read-only ones alike: a memmap opened with ``mode="r"``, the arrays
+    joblib shares between processes, those ``warmup`` compiled for.
+    """
+    view = a.view()
+    view.flags.writeable = False
+    return view
+
+
 def check_dictionary(W, n_features, dtype):
     """Validate a dictionary (m x d) against the data's feature count."""
     W = check_array(W, dtype=FLOAT_DTYPES, ensure_all_finite=True, input_name="dictionary")

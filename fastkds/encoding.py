@@ -16,7 +16,14 @@ from . import _kernels
 from ._backends import CpuBackend, get_backend
 from ._config import numba_threads
 from .diskcodes import DiskCodesWriter
-from ._validation import check_data, check_dictionary, check_n_jobs, check_nonneg_float, check_positive_int
+from ._validation import (
+    check_data,
+    check_dictionary,
+    check_n_jobs,
+    check_nonneg_float,
+    check_positive_int,
+    read_only,
+)
 from .prepared import check_encoder, check_step, typed_constants
 
 
@@ -47,7 +54,7 @@ def project_simplex(V, *, method="michelot", n_jobs=None):
     V2 = check_data(V.reshape(1, -1) if one_d else V, name="V", min_samples=1)
     out = np.empty_like(V2)
     with numba_threads(check_n_jobs(n_jobs)):
-        _kernels.project_simplex_rows(V2, out, typed_constants(V2.shape[1], V2.dtype), method == "sorted")
+        _kernels.project_simplex_rows(read_only(V2), out, typed_constants(V2.shape[1], V2.dtype), method == "sorted")
     return out[0] if one_d else out
 
 

@@ -52,7 +52,7 @@ from ._cuda_kernels import (
     warp_encode_kernel,
 )
 from ._host_copies import copy_flat, place_csr_chunk
-from ._validation import check_choice
+from ._validation import check_choice, read_only
 from .prepared import PreparedDictionary, csr_from_dense
 from .sources import iter_chunks
 
@@ -648,7 +648,7 @@ class CudaPreparedDictionary:
         when asked. Returns once the host copy into pinned memory is done."""
         n = Y.shape[0]
         s = buf.stream
-        copy_flat(buf.h_Y[:n].reshape(-1), Y.reshape(-1))  # pinned: the copy below is asynchronous
+        copy_flat(buf.h_Y[:n].reshape(-1), read_only(Y.reshape(-1)))  # pinned: the copy below is asynchronous
         if self.shift is not None:  # the centred step: points centred as the atoms are
             buf.h_Y[:n] -= self.shift
         buf.d_Y[:n].copy_to_device(buf.h_Y[:n], stream=s)

@@ -57,6 +57,7 @@ from . import _config
 from ._vote_kernels import nearest_references, probe_atoms, vote
 from .sources import random_rows
 from .spectral import gap_ratios
+from ._validation import read_only
 
 
 def reference_rows(n_samples, n_atoms, rng):
@@ -203,7 +204,7 @@ class LabelVote:
         settled : ndarray of int64, shape (n_samples,)
             The label of a settled row, else -1.
         """
-        Y = np.ascontiguousarray(Y)
+        Y = read_only(np.ascontiguousarray(Y))
         out = np.empty((Y.shape[0], n_neighbors or self.n_neighbors), dtype=np.int64)
         settled = np.empty(Y.shape[0], dtype=np.int64)
         if self.exact:
@@ -275,7 +276,7 @@ def _probe(Y, atoms, n_probe, n_jobs):
     """The ``n_probe`` atoms nearest each row of ``Y`` (int64, nearest first;
     ties to the smaller index): the cells that hold its candidates, the
     first of them its own cell."""
-    Y = np.ascontiguousarray(Y)
+    Y = read_only(np.ascontiguousarray(Y))
     out = np.empty((Y.shape[0], min(n_probe, atoms.shape[0])), dtype=np.int64)
     with _config.numba_threads(n_jobs):
         probe_atoms(Y, atoms, out)

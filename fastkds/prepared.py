@@ -25,7 +25,7 @@ import scipy.sparse as sp
 
 from . import _active_set, _kernels
 from ._config import single_thread_blas
-from ._validation import check_choice
+from ._validation import check_choice, read_only
 
 
 def typed_constants(m, dtype):
@@ -389,6 +389,7 @@ class PreparedDictionary:
         B, yy, counts, slot_idx, slot_val, obj, Yc, fallbacks = (buf[:n] for buf in buffers)
         if self.shift is not None:
             Y = np.subtract(Y, self.shift, out=Yc)
+        Y = read_only(Y)
         if Y.shape[1] <= _kernels.SMALL_D:
             b_max, y_max = _kernels.point_products(Y, self.W, B, yy)
         else:  # the O(m d) part: BLAS, on a block of rows per thread

@@ -22,6 +22,7 @@ import numpy as np
 
 from . import _config
 from ._kernels import BLOCK, seeding_distances
+from ._validation import read_only
 
 #: Fewest features for the triangle bound: on fewer, its bookkeeping per
 #: seed costs more than the short distances it saves (docs/experiments.md,
@@ -58,6 +59,7 @@ def kmeans_plusplus_indices(Y, n_centres, rng):
     Runs on the calling thread's Numba threads
     (:func:`fastkds._config.numba_threads`).
     """
+    Y = read_only(Y)
     n = Y.shape[0]
     n_trials = 2 + int(np.log(n_centres))
     weights = np.ones(n, dtype=Y.dtype)  # scikit-learn's uniform sample weights

@@ -12,6 +12,7 @@ import numpy as np
 import scipy.linalg
 
 from . import _config, _kernels
+from ._validation import read_only
 
 
 class SufficientStatistics:
@@ -63,7 +64,7 @@ class SufficientStatistics:
         m, d = self.XtY.shape
         n = Y.shape[0]
         n_parts = int(max(1, min(8, -(-n // _kernels.BLOCK), _config.STATISTICS_PARTS_BUDGET // (8 * m * (m + d)))))
-        _kernels.accumulate_statistics(indptr, indices, data, Y, n_parts, self.XtX, self.s, self.XtY)
+        _kernels.accumulate_statistics(indptr, indices, data, read_only(Y), n_parts, self.XtX, self.s, self.XtY)
         self.add_objectives(Y, objective)
 
     def add_objectives(self, Y, objective):

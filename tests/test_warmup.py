@@ -23,8 +23,10 @@ def test_warmup_rejects_other_dtypes(dtype):
 
 def test_after_warmup_a_workload_compiles_nothing():
     # warmup() promises every CPU kernel: after it, fits, encodings and
-    # clusterings of both solvers, both encoders, few and many features and
-    # both dtypes compile no new kernel signature. A subprocess, so kernels
+    # clusterings of both solvers, both encoders, few and many features,
+    # both dtypes, and writable or read-only data (Numba types the two apart:
+    # a memmap opened with mode="r" would compile every kernel it reaches
+    # again) compile no new kernel signature. A subprocess, so kernels
     # compiled by other tests do not count.
     import subprocess
     import sys
@@ -32,16 +34,17 @@ def test_after_warmup_a_workload_compiles_nothing():
     code = """
 import warnings, numpy as np, fastkds
 from numba.core.registry import CPUDispatcher
-from fastkds import _kernels, _active_set, _unrolled_kernels, KDS, KDSClustering, sparse_encode
-kernels = {m.__name__ + "." + k: f for m in (_kernels, _active_set, _unrolled_kernels)
+from fastkds import _kernels, _active_set, _unrolled_kernels, _vote_kernels, KDS, KDSClustering, sparse_encode
+kernels = {m.__name__ + "." + k: f for m in (_kernels, _active_set, _unrolled_kernels, _vote_kernels)
            for k, f in vars(m).items() if isinstance(f, CPUDispatcher)}
 fastkds.warmup()
 before = {k: len(f.signatures) for k, f in kernels.items()}
 rng = np.random.default_rng(1)
 warnings.simplefilter("ignore")
 for dtype in (np.float64, np.float32):
-    for d in (2, 8):
+    for d, writable in ((2, True), (8, True), (2, False), (40, False)):
         Y = rng.normal(size=(300, d)).astype(dtype)
+        Y.flags.writeable = writable
         for encoder in ("apg", "active-set"):
             model = KDSClustering(3, n_atoms=8, n_iter=5, max_epochs=3, encoder=encoder, random_state=0).fit(Y)
             model.predict(Y)
