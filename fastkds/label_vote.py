@@ -222,7 +222,9 @@ class LabelVote:
             probes = _probe(Y, self.atoms, self.n_probe, n_jobs) if probes is None else probes
             cell_label = self.cell_labels() if settle else np.full(self.atoms.shape[0], -1, dtype=np.int64)
         with _config.numba_threads(n_jobs):
-            nearest_references(Y, atoms, self.references, cell_start, cell_refs, cell_label, probes, out, settled)
+            nearest_references(
+                Y, read_only(atoms), read_only(self.references), cell_start, cell_refs, cell_label, probes, out, settled
+            )
         return out, settled
 
     def check_rows(self, Y):
@@ -279,7 +281,7 @@ def _probe(Y, atoms, n_probe, n_jobs):
     Y = read_only(np.ascontiguousarray(Y))
     out = np.empty((Y.shape[0], min(n_probe, atoms.shape[0])), dtype=np.int64)
     with _config.numba_threads(n_jobs):
-        probe_atoms(Y, atoms, out)
+        probe_atoms(Y, read_only(np.ascontiguousarray(atoms)), out)
     return out
 
 
