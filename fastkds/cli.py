@@ -37,7 +37,7 @@ STDOUT = "-"
 # Cold compilation of the kernels a fit needs took 15 s on a two-core
 # machine (fastkds demo --n 2000 with an empty NUMBA_CACHE_DIR); later runs
 # load them from Numba's on-disk cache in about 0.3 s.
-_COMPILE_NOTICE = "compiling kernels (first run only, about 10-30 s)..."
+_COMPILE_NOTICE = "compiling kernels (first run only, up to a minute)..."
 
 
 def _count(n, noun, plural=None):
