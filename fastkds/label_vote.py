@@ -222,8 +222,17 @@ class LabelVote:
             probes = _probe(Y, self.atoms, self.n_probe, n_jobs) if probes is None else probes
             cell_label = self.cell_labels() if settle else np.full(self.atoms.shape[0], -1, dtype=np.int64)
         with _config.numba_threads(n_jobs):
+            # the model's arrays are read-only where joblib memory-maps it
             nearest_references(
-                Y, read_only(atoms), read_only(self.references), cell_start, cell_refs, cell_label, probes, out, settled
+                Y,
+                read_only(atoms),
+                read_only(self.references),
+                read_only(cell_start),
+                read_only(cell_refs),
+                cell_label,
+                probes,
+                out,
+                settled,
             )
         return out, settled
 
@@ -291,7 +300,7 @@ def _vote(neighbours, labels, own, n_clusters, n_jobs, settled=None):
     out = np.empty(neighbours.shape[0], dtype=np.int32)
     own = np.full(out.shape[0], -1, dtype=np.int32) if own is None else own
     with _config.numba_threads(n_jobs):
-        vote(neighbours, labels, own, n_clusters, out)
+        vote(neighbours, read_only(labels), own, n_clusters, out)
     if settled is not None:
         out = np.where(settled >= 0, settled, out).astype(np.int32)
     return out

@@ -32,9 +32,10 @@ def test_after_warmup_a_workload_compiles_nothing():
     import sys
 
     code = """
-import warnings, numpy as np, fastkds
+import os, tempfile, warnings, joblib, numpy as np, fastkds
 from numba.core.registry import CPUDispatcher
 from fastkds import _kernels, _active_set, _unrolled_kernels, _vote_kernels, KDS, KDSClustering, sparse_encode
+from fastkds.label_vote import LabelVote
 kernels = {m.__name__ + "." + k: f for m in (_kernels, _active_set, _unrolled_kernels, _vote_kernels)
            for k, f in vars(m).items() if isinstance(f, CPUDispatcher)}
 fastkds.warmup()
@@ -51,6 +52,13 @@ for dtype in (np.float64, np.float32):
             model.kds_.transform(Y).toarray()
             model.kds_.inverse_transform(model.kds_.transform(Y))
             sparse_encode(Y, Y[:8], n_iter=5, encoder=encoder, step="paper")
+        # models whose fitted arrays are read-only memmaps, as joblib hands them to
+        # workers: a clusterer (an exact search) and a vote that probes its cells
+        probed = LabelVote(Y[:16], Y, np.arange(300) % 2, 5, 2, n_probe=2)
+        for fitted in (model, probed):
+            path = os.path.join(tempfile.mkdtemp(), "model.joblib")
+            joblib.dump(fitted, path)
+            joblib.load(path, mmap_mode="r").predict(Y)
         unrolled = KDS(8, n_iter=5, solver="unrolled", max_epochs=1, batch_size=64, random_state=0).fit(Y)
         unrolled.transform(Y)
         unrolled.partial_fit(Y)
