@@ -34,9 +34,9 @@ _TABLE_FORMATS = {".npy": None, ".csv": ",", ".tsv": "\t", ".txt": " "}
 _TABLE_NAMES = ", ".join(_TABLE_FORMATS)  # ".npy, .csv, .tsv, .txt"
 STDOUT = "-"
 
-# Cold compilation of the kernels a fit needs took 15 s on a two-core
-# machine (fastkds demo --n 2000 with an empty NUMBA_CACHE_DIR); later runs
-# load them from Numba's on-disk cache in about 0.3 s.
+# Said before the first fit on a machine compiles the kernels; later runs
+# load them from Numba's on-disk cache (times: docs/scaling.md, measured by
+# bench/compile_time.py --cold).
 _COMPILE_NOTICE = "compiling kernels (first run only, up to a minute)..."
 
 
