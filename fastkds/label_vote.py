@@ -54,10 +54,10 @@ from scipy import sparse
 from scipy.sparse.csgraph import connected_components
 
 from . import _config
+from ._validation import read_only
 from ._vote_kernels import nearest_references, probe_atoms, vote
 from .sources import random_rows
 from .spectral import gap_ratios
-from ._validation import read_only
 
 
 def reference_rows(n_samples, n_atoms, rng):

@@ -56,9 +56,10 @@ for dtype in (np.float64, np.float32):
         # workers: a clusterer (an exact search) and a vote that probes its cells
         probed = LabelVote(Y[:16], Y, np.arange(300) % 2, 5, 2, n_probe=2)
         for fitted in (model, probed):
-            path = os.path.join(tempfile.mkdtemp(), "model.joblib")
-            joblib.dump(fitted, path)
-            joblib.load(path, mmap_mode="r").predict(Y)
+            with tempfile.TemporaryDirectory() as folder:
+                path = os.path.join(folder, "model.joblib")
+                joblib.dump(fitted, path)
+                joblib.load(path, mmap_mode="r").predict(Y)
         unrolled = KDS(8, n_iter=5, solver="unrolled", max_epochs=1, batch_size=64, random_state=0).fit(Y)
         unrolled.transform(Y)
         unrolled.partial_fit(Y)
