@@ -10,6 +10,7 @@ from sklearn.datasets import make_blobs
 import fastkds.seeding
 from fastkds import KDS, make_moons
 from fastkds._config import numba_threads
+from fastkds._validation import read_only
 from fastkds.seeding import kmeans_plusplus_indices
 
 
@@ -81,7 +82,8 @@ def _pass(Y, candidates, closest, seed_of, reach=None, projection=None):
     sums = np.empty(((n + BLOCK - 1) // BLOCK, t))
     reach = np.empty((0, t)) if reach is None else reach
     Z, spread, margin = (np.empty((n, 0)), np.empty(0), 0.0) if projection is None else projection
-    seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin, D, sums)
+    # Y read-only, as fastkds passes it: the kernel compiled once
+    seeding_distances(read_only(Y), candidates, closest, seed_of, reach, Z, spread, margin, D, sums)
     return D, sums
 
 
