@@ -360,20 +360,22 @@ def test_statistics_unused_trailing_atom_and_offset_indptr():
     ],
 )
 def test_run_epoch_cuda_matches_cpu(dtype, buffer_sets, kernel):
-    n, d, m = 45, 2, 5
+    # three chunks either way; the simulator runs a warp per point, slowly
+    n, chunk = (45, 16) if kernel == "thread" else (20, 8)
+    d, m = 2, 5
     Y, W = make_problem(13, n, d, m, dtype)
     cpu_stats = SufficientStatistics(m, d, n_candidates=m, random_state=np.random.RandomState(0))
     cpu_codes = []
-    run_epoch(Y, PreparedDictionary(W, 1.5, 8, dtype), 16, cpu_stats, codes_out=cpu_codes)
+    run_epoch(Y, PreparedDictionary(W, 1.5, 8, dtype), chunk, cpu_stats, codes_out=cpu_codes)
     gpu_stats = SufficientStatistics(m, d, n_candidates=m, random_state=np.random.RandomState(0))
     gpu_codes = []
     prepared = gpu.CudaPreparedDictionary(W, 1.5, 8, dtype, kernel=kernel)
     buffers = None
     if buffer_sets == 1:  # as fit_alternating allocates: one set, reused
-        buffers = prepared.allocate(16)
+        buffers = prepared.allocate(chunk)
     elif buffer_sets:
-        buffers = [prepared.allocate(20) for _ in range(buffer_sets)]
-    gpu.run_epoch_cuda(Y, prepared, 16, gpu_stats, buffers, codes_out=gpu_codes)
+        buffers = [prepared.allocate(chunk + 4) for _ in range(buffer_sets)]
+    gpu.run_epoch_cuda(Y, prepared, chunk, gpu_stats, buffers, codes_out=gpu_codes)
     tol = TOL[dtype]
     np.testing.assert_allclose(gpu_stats.XtX, cpu_stats.XtX, rtol=tol, atol=tol)
     np.testing.assert_allclose(gpu_stats.s, cpu_stats.s, rtol=tol, atol=tol)
