@@ -3,7 +3,7 @@
     pytest bench --benchmark-only                      # n in {1e4, 1e5, 1e6}
     pytest bench --benchmark-only --bench-large        # adds n = 1e7
     pytest bench --benchmark-only --bench-n 20000      # one size
-    FASTKDS_BENCH_N=2000 pytest bench --benchmark-disable   # CI smoke pass
+    FASTKDS_BENCH_N=500 pytest bench --benchmark-disable   # CI smoke pass
 
 Groups: ``projection``, ``encode``, ``encode-shape`` (m, d, T), ``fit``,
 ``cluster``, ``end-to-end`` and ``ensemble``, each with its baselines in the
