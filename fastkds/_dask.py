@@ -51,7 +51,7 @@ from . import _config, warmstart
 from ._backends import run_epoch
 from ._config import numba_threads
 from .encoding import encode_prepared
-from ._validation import check_choice, check_n_jobs, fit_n_atoms
+from ._validation import check_choice, check_n_jobs, fit_n_atoms, working_dtype
 from .solvers import SufficientStatistics
 from .spectral import normalize_rows
 
@@ -72,7 +72,8 @@ def is_dask_array(X):
 def check_dask_array(X, n_features=None, estimator=None):
     """``X`` as a float32/float64 2-D Dask array with one chunk along features.
 
-    Other numeric dtypes become float64 and several feature chunks are
+    Other numeric dtypes become float64 (``_validation.working_dtype``;
+    float32 stays float32 in either byte order) and several feature chunks are
     rechunked to one (lazily). Finiteness is checked inside each block task.
 
     Raises
@@ -89,8 +90,8 @@ def check_dask_array(X, n_features=None, estimator=None):
         raise ValueError("the dask array has unknown chunk sizes (NaN in .chunks): call X.compute_chunk_sizes() first")
     if X.dtype.kind not in "fiub":
         raise TypeError(f"the dask array must be numeric, got dtype {X.dtype}")
-    if X.dtype not in (np.float32, np.float64):
-        X = X.astype(np.float64)
+    if X.dtype != working_dtype(X.dtype):
+        X = X.astype(working_dtype(X.dtype))
     if X.shape[0] < 1:
         raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
     if X.shape[1] < 1:

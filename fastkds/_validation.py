@@ -12,6 +12,22 @@ from .exceptions import TooFewSamplesWarning, warn
 FLOAT_DTYPES = (np.float64, np.float32)
 
 
+def working_dtype(dtype):
+    """The dtype fastkds computes in for data of ``dtype``: float32 stays
+    float32, in either byte order; every other numeric dtype becomes
+    float64 (native order: the kernels read native numbers only)."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype.kind == "f" and dtype.itemsize == 4 else np.dtype(np.float64)
+
+
+def float_dtypes(X):
+    """``check_array``'s ``dtype`` for ``X``: :func:`working_dtype`'s rule.
+    scikit-learn keeps a dtype of ``FLOAT_DTYPES`` and turns any other into
+    the first, so a big-endian float32 array would become float64."""
+    dtype = getattr(X, "dtype", None)
+    return np.float32 if isinstance(dtype, np.dtype) and working_dtype(dtype) == np.float32 else FLOAT_DTYPES
+
+
 def check_data(Y, *, name="Y", min_samples=1):
     """Validate a data matrix: 2-D, finite, float32/float64, C-contiguous.
 
@@ -20,7 +36,7 @@ def check_data(Y, *, name="Y", min_samples=1):
     """
     return check_array(
         Y,
-        dtype=FLOAT_DTYPES,
+        dtype=float_dtypes(Y),
         order="C",
         ensure_all_finite=True,
         ensure_min_samples=min_samples,
@@ -44,7 +60,7 @@ def read_only(a):
 
 def check_dictionary(W, n_features, dtype):
     """Validate a dictionary (m x d) against the data's feature count."""
-    W = check_array(W, dtype=FLOAT_DTYPES, ensure_all_finite=True, input_name="dictionary")
+    W = check_array(W, dtype=float_dtypes(W), ensure_all_finite=True, input_name="dictionary")
     if W.shape[1] != n_features:
         raise ValueError(f"dictionary has {W.shape[1]} features per atom but the data has {n_features}")
     return np.ascontiguousarray(W, dtype=dtype)

@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._kernels import first_distinct
+from ._validation import working_dtype
 from .diskcodes import NpyRows
 
 
@@ -41,13 +42,12 @@ def iter_chunks(n, chunk_size):
 
 
 def _float_dtype(dtype):
-    """float32 stays float32; every other numeric dtype becomes float64."""
+    """The working dtype of data of ``dtype`` (``_validation.working_dtype``);
+    TypeError where it is not numeric."""
     dtype = np.dtype(dtype)
-    if dtype == np.float32:
-        return dtype
     if dtype.kind not in "biuf":
         raise TypeError(f"data must be numeric, got dtype {dtype}")
-    return np.dtype(np.float64)
+    return working_dtype(dtype)
 
 
 def _check_chunk(chunk, start, n_features, dtype):

@@ -177,6 +177,17 @@ def test_synchronous_float32_and_several_feature_chunks(sync):
     assert got.transform(X).dtype == np.float32
 
 
+@pytest.mark.parametrize(
+    "dtype, working", [(">f4", np.float32), ("<f4", np.float32), (">f8", np.float64), ("i2", np.float64)]
+)
+def test_dask_input_computes_in_the_working_dtype(dtype, working):
+    from fastkds._dask import check_dask_array
+
+    X = check_dask_array(da.from_array(np.arange(12).reshape(6, 2).astype(dtype), chunks=3))
+    assert X.dtype == np.dtype(working)  # native order: the kernels read native numbers
+    np.testing.assert_array_equal(X.compute(), np.arange(12).reshape(6, 2))
+
+
 def test_threaded_scheduler_matches_in_memory(moons, reference):
     """Dask's default local scheduler: block tasks in threads of this process."""
     Y, _ = moons

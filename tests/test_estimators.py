@@ -252,6 +252,20 @@ def test_kds_float32_preserved(moons):
     assert model.inverse_transform(codes).dtype == np.float32
 
 
+def test_big_endian_float32_stays_float32(moons):
+    # scikit-learn turns a dtype outside its list into float64; the bytes'
+    # order must not change the precision (nor the results)
+    Y32 = moons[0].astype(np.float32)
+    native = KDS(24, **MOONS_PARAMS).fit(Y32)
+    model = KDS(24, **MOONS_PARAMS).fit(Y32.astype(">f4"))
+    assert model.components_.dtype == np.float32
+    np.testing.assert_array_equal(model.components_, native.components_)
+    codes = model.transform(Y32.astype(">f4"))
+    assert codes.dtype == np.float32
+    assert (codes != native.transform(Y32)).nnz == 0
+    assert sparse_encode(Y32.astype(">f4"), model.components_.astype(">f4")).dtype == np.float32
+
+
 def test_kds_init_array_is_used_and_not_modified(moons):
     Y, _ = moons
     W0 = Y[::80][:24].copy()

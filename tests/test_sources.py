@@ -155,6 +155,14 @@ def test_float32_file_stays_float32(moons, tmp_path):
     assert kds.transform(str(path)).dtype == np.float32
 
 
+def test_big_endian_float32_file_stays_float32(moons, tmp_path):
+    path = tmp_path / "Y32be.npy"
+    np.save(path, moons[0].astype(">f4"))
+    kds = KDS(8, **PARAMS).fit(str(path))
+    assert kds.components_.dtype == np.float32
+    assert kds.transform(str(path)).dtype == np.float32
+
+
 @pytest.mark.parametrize(
     "data, error, match",
     [

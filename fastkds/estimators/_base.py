@@ -15,7 +15,7 @@ from .. import _config, _dask, persistence
 from .._backends import runs_on_cuda
 from ..exceptions import FewerClustersWarning, warn
 from .._validation import (
-    FLOAT_DTYPES,
+    float_dtypes,
     check_nonneg_float,
     check_positive_int,
 )
@@ -147,7 +147,7 @@ def check_input(estimator, X, *, reset, passes=1):
     ``reset=True`` sets ``n_features_in_`` (and ``feature_names_in_``) on
     ``estimator``: a fit calls it through :func:`check_fit_input`."""
     if not is_chunked_input(X):
-        return validate_data(estimator, X, dtype=FLOAT_DTYPES, order="C", reset=reset)
+        return validate_data(estimator, X, dtype=float_dtypes(X), order="C", reset=reset)
     source = as_source(X)
     if source.n_features == 0:  # as scikit-learn refuses an in-memory array
         raise ValueError(f"Found data with 0 feature(s) (shape={source.shape}) while a minimum of 1 is required.")
@@ -203,7 +203,7 @@ def check_fit_input(estimator, X, *, passes=2, chunked=True):
     if chunked:
         Y = check_input(probe, X, reset=True, passes=passes)
     else:
-        Y = validate_data(probe, X, dtype=FLOAT_DTYPES, order="C", reset=True)
+        Y = validate_data(probe, X, dtype=float_dtypes(X), order="C", reset=True)
     names = ("n_features_in_", "feature_names_in_")
     return Y, {name: vars(probe)[name] for name in names if name in vars(probe)}
 

@@ -13,7 +13,7 @@ from .. import _config, _dask, _progress, persistence, warmstart
 from .._backends import DEVICES, get_backend
 from .._config import numba_threads
 from .._validation import (
-    FLOAT_DTYPES,
+    float_dtypes,
     check_choice,
     check_n_jobs,
     check_nonneg_float,
@@ -263,7 +263,7 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         if first:
             Y, fitted = check_fit_input(self, X, chunked=False)
         else:
-            Y, fitted = validate_data(self, X, dtype=FLOAT_DTYPES, order="C", reset=False), {}
+            Y, fitted = validate_data(self, X, dtype=float_dtypes(X), order="C", reset=False), {}
         p = self._validated_params()
         state = None if first else getattr(self, "_stream_state", None)
         if state is not None and state["solver"] != p["solver"]:
@@ -432,7 +432,7 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         from sklearn.utils import check_array
 
         # NaN and inf are refused in sparse codes too (their stored values)
-        codes = check_array(X, accept_sparse="csr", dtype=FLOAT_DTYPES, input_name="X")
+        codes = check_array(X, accept_sparse="csr", dtype=float_dtypes(X), input_name="X")
         m = self.components_.shape[0]
         if codes.shape[1] != m:
             raise ValueError(f"codes have {codes.shape[1]} columns, expected one per fitted atom: n_atoms={m}")
