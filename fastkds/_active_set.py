@@ -252,7 +252,9 @@ def encode_codes_active_set(
     for blk in prange(n_blocks):
         c = np.empty(m)
         g = np.empty(m)
-        inP = np.zeros(m, dtype=np.int64)
+        inP = np.empty(m, dtype=np.int64)
+        for j in range(m):  # a loop: np.zeros would be a parallel loop to compile
+            inP[j] = 0
         P = np.empty(m, dtype=np.int64)
         x = np.empty(m)
         z = np.empty(m)

@@ -746,7 +746,9 @@ def encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, slo
         rows = np.empty((5, m, L), dtype=B.dtype)
         r = np.empty((d, L), dtype=B.dtype)
         lanes = np.empty((6, L), dtype=B.dtype)
-        idx = np.zeros((4, m), dtype=np.int64)
+        idx = np.empty((4, m), dtype=np.int64)
+        for j in range(m):  # the flags must start at zero (np.zeros: a parallel loop to compile)
+            idx[3, j] = 0
         starts = np.empty(m + 1, dtype=np.int64)
         lo = min(blk * size, n)
         hi = min(lo + size, n)
@@ -935,11 +937,19 @@ def accumulate_statistics(indptr, indices, data, Y, n_parts, XtX, s, XtY):
     """
     n, d = Y.shape
     m = s.shape[0]
-    pXtX = np.zeros((n_parts, m, m))
-    ps = np.zeros((n_parts, m))
-    pXtY = np.zeros((n_parts, m, d))
+    # each part zeroes its own buffers (np.zeros here would be another
+    # parallel loop to compile, as any array expression in a parallel function)
+    pXtX = np.empty((n_parts, m, m))
+    ps = np.empty((n_parts, m))
+    pXtY = np.empty((n_parts, m, d))
     step = (n + n_parts - 1) // n_parts
     for p in prange(n_parts):
+        for j in range(m):
+            ps[p, j] = 0.0
+            for k in range(m):
+                pXtX[p, j, k] = 0.0
+            for k in range(d):
+                pXtY[p, j, k] = 0.0
         lo = p * step
         hi = min(lo + step, n)
         for i in range(lo, hi):

@@ -254,23 +254,32 @@ def unrolled_batch(B, yy, G, ww, alpha, lam, beta, ks, H_parts, C, loss, dalpha)
     zero = ks[0]
     for p in prange(n_parts):
         H = H_parts[p]
-        H[:, :] = zero
         off = np.empty(T + 1, dtype=np.int64)
         tidx = np.empty(T * m, dtype=np.int64)
         tval = np.empty(T * m, dtype=B.dtype)
         dist = np.empty(m, dtype=B.dtype)
         v = np.empty(m, dtype=B.dtype)
         z = np.empty(m, dtype=B.dtype)
-        xd = np.zeros(m, dtype=B.dtype)
-        vb = np.zeros(m, dtype=B.dtype)
-        ab = np.zeros((3, m), dtype=B.dtype)
+        xd = np.empty(m, dtype=B.dtype)
+        vb = np.empty(m, dtype=B.dtype)
+        ab = np.empty((3, m), dtype=B.dtype)
+        # zeroed by loops: an array expression in a parallel function is a
+        # parallel loop of its own to compile
+        for j in range(m):
+            xd[j] = zero
+            vb[j] = zero
+            for r in range(3):
+                ab[r, j] = zero
+            for k in range(m):
+                H[j, k] = zero
         cand = np.empty(m, dtype=np.int64)
         zidx = np.empty(2 * m, dtype=np.int64)
         lo = p * step
         hi = min(lo + step, n)
         for i in range(lo, hi):
             crow = C[i]
-            crow[:] = zero
+            for j in range(m):
+                crow[j] = zero
             f, da = _unrolled_point(
                 B[i], yy[i], G, ww, alpha, lam, beta, ks, off, tidx, tval, dist, v, z, xd, cand, zidx, vb, ab, crow, H
             )

@@ -43,6 +43,13 @@ def _sq_distance(A, i, B, j):
 
 # inlined where it is called: most candidates go after the last entry, and
 # a call per candidate, with its two row views, cost the searches 2-4x
+@njit(cache=True, nogil=True)
+def _span(lo, hi):
+    """``np.arange(lo, hi)``, for parallel functions: written there, an
+    array expression is a parallel loop of its own to compile."""
+    return np.arange(lo, hi)
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _insert(dist, idx, d, j):
     """Put ``(d, j)`` into the ascending lists ``dist``, ``idx`` (by
@@ -155,13 +162,13 @@ def probe_atoms_screened(Y, W, probes):
     scale = (4 * d + 16) * _UNIT_ROUNDOFF
     C = np.empty((m, d))
     cc = np.empty(m)
-    _gather64(W, np.arange(m), C, cc)
+    _gather64(W, _span(0, m), C, cc)
     for blk in prange((n + BLOCK - 1) // BLOCK):
         lo = blk * BLOCK
         hi = min(lo + BLOCK, n)
         P = np.empty((hi - lo, d))
         pp = np.empty(hi - lo)
-        _gather64(Y, np.arange(lo, hi), P, pp)
+        _gather64(Y, _span(lo, hi), P, pp)
         D = np.dot(P, C.T)
         atom_dist = np.empty(m)
         upper = np.empty(n_probe)
@@ -272,7 +279,7 @@ def search_shared_reads(Y, R, cell_start, cell_refs, probes, searching, best_dis
     """
     m = cell_start.shape[0] - 1
     order = searching[np.argsort(probes[searching, 0], kind="mergesort")]
-    group_start = np.searchsorted(probes[order, 0], np.arange(m + 1))
+    group_start = np.searchsorted(probes[order, 0], _span(0, m + 1))
     for g in prange(m):
         group = order[group_start[g] : group_start[g + 1]]
         first, row, _ = _pairs_by_cell(probes, group, m)
@@ -402,7 +409,9 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
                         formed[base + c] = (pp[t] + cc[cell_start[a] + c]) - 2.0 * D[v - v0, c]
         for t in prange(lo, hi):
             i = searching[t]
-            upper = np.full(q, np.inf)
+            upper = np.empty(q)
+            for c in range(q):  # a loop: np.full would be a parallel loop to compile
+                upper[c] = np.inf
             for p in range(n_probe):
                 s0 = cell_start[probes[i, p]] - slot[t, p]
                 for c in range(slot[t, p], slot[t, p + 1]):
@@ -425,16 +434,21 @@ def vote(neighbours, labels, own, n_clusters, out):
     tied ones, and a point without neighbours keeps ``own[i]``."""
     n, q = neighbours.shape
     for blk in prange((n + BLOCK - 1) // BLOCK):
-        counts = np.zeros(n_clusters)
+        # loops, not array expressions: in a parallel function each of those
+        # is a parallel loop of its own to compile
+        counts = np.empty(n_clusters)
         for i in range(blk * BLOCK, min(blk * BLOCK + BLOCK, n)):
-            counts[:] = 0.0
+            for c in range(n_clusters):
+                counts[c] = 0.0
             for c in range(q):
                 j = neighbours[i, c]
                 if j >= 0:
                     counts[labels[j]] += 1.0
             if own[i] >= 0:
                 counts[own[i]] += 0.5
-            top = counts.max()
+            top = 0.0
+            for c in range(n_clusters):
+                top = max(top, counts[c])
             out[i] = own[i]
             for c in range(q):
                 j = neighbours[i, c]
