@@ -158,8 +158,10 @@ def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, ins, ca
     sq_distances(b, yy, ww, ks, dist)
     for j in range(m):
         ac[j] = -alpha * (lam * dist[j] - b[j])
-    nz = 0
-    nx = 0
+    # int64 from the start: from a literal 0, Numba's type inference would
+    # first compile each helper these reach for Literal[int](0) as well
+    nz = np.int64(0)
+    nx = np.int64(0)
     for t in range(beta.shape[0]):
         # v = ac + z - sum_{k in supp z} alpha z_k G[k]
         if nz == 0:
