@@ -438,8 +438,8 @@ def _joins_pieces(groups, piece, n_groups):
 def _clearer(graph, n_clusters, code_gap_ratio):
     """Whether the references' ``graph`` shows ``n_clusters`` clusters more
     clearly than the code graph: a larger ratio ``mu_{k+1} / mu_k`` of its
-    normalised Laplacian's eigenvalues (made symmetric as
-    :func:`_spectral_labels` makes it), the ratio by which
+    normalised Laplacian's eigenvalues (made symmetric by
+    :func:`_affinity`), the ratio by which
     ``n_clusters="auto"`` chooses k. False where ``code_gap_ratio`` is None
     or the eigensolver does not converge."""
     from scipy.sparse.csgraph import laplacian
@@ -448,7 +448,7 @@ def _clearer(graph, n_clusters, code_gap_ratio):
     n, k = graph.shape[0], n_clusters
     if code_gap_ratio is None or n <= k:  # no (k + 1)-th eigenvalue to compare
         return False
-    L = laplacian(0.5 * (graph + graph.T), normed=True)
+    L = laplacian(_affinity(graph), normed=True)
     if n <= _config.VOTE_DENSE_EIGEN:
         mu = np.linalg.eigvalsh(L.toarray())[: k + 1]
     else:
@@ -464,18 +464,22 @@ def _clearer(graph, n_clusters, code_gap_ratio):
     return bool(gap_ratios(mu)[k - 1] > code_gap_ratio)
 
 
+def _affinity(graph):
+    """The references' graph made symmetric as scikit-learn's kNN affinity
+    makes it: ``(A + A^T) / 2``."""
+    return 0.5 * (graph + graph.T)
+
+
 def _spectral_labels(graph, n_clusters, seed, n_init):
     """SpectralClustering's labels of the references' graph: k-means of its
     normalised Laplacian's first ``n_clusters`` eigenvectors, the graph made
-    symmetric as scikit-learn's kNN affinity is."""
+    symmetric by :func:`_affinity`."""
     from sklearn.cluster import KMeans
     from sklearn.manifold import spectral_embedding
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "Graph is not fully connected": we know
-        embedding = spectral_embedding(
-            0.5 * (graph + graph.T), n_components=n_clusters, random_state=seed, drop_first=False
-        )
+        embedding = spectral_embedding(_affinity(graph), n_components=n_clusters, random_state=seed, drop_first=False)
     return KMeans(n_clusters, n_init=n_init, random_state=seed).fit_predict(embedding).astype(np.int32)
 
 
