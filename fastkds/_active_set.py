@@ -253,7 +253,7 @@ def encode_codes_active_set(
         c = np.empty(m)
         g = np.empty(m)
         inP = np.empty(m, dtype=np.int64)
-        for j in range(m):  # a loop: np.zeros would be a parallel loop to compile
+        for j in range(m):  # not np.zeros (see fastkds._kernels)
             inP[j] = 0
         P = np.empty(m, dtype=np.int64)
         x = np.empty(m)

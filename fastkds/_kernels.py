@@ -12,6 +12,12 @@ or, for the lockstep encoder, blocks whose size may follow the thread count
 but whose split changes no point's code), so the work each point gets, and the
 order of every reduction, does not depend on the number of threads: results
 are bitwise identical for any ``n_jobs``.
+
+Parallel kernels (here and in the other kernel modules) hold no array
+expressions: no ``np.zeros``, ``np.full`` or ``np.arange``, no slice
+assignment, no ``.max()``. Numba turns each into a parallel loop of its own,
+compiled apart, several seconds of a first fit in all; they allocate with
+``np.empty`` and fill by loops, or call a plain ``njit`` helper.
 """
 
 import numpy as np
@@ -308,8 +314,7 @@ def point_products(Y, W, B, yy):
     n, d = Y.shape
     m = W.shape[0]
     n_blocks = (n + BLOCK - 1) // BLOCK
-    # no array expressions here: in a parallel function each becomes another
-    # parallel loop to compile
+    # no array expressions (see the module's docstring)
     b_max = np.empty(n_blocks)
     y_max = np.empty(n_blocks)
     for blk in prange(n_blocks):
@@ -749,7 +754,7 @@ def encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, slo
         r = np.empty((d, L), dtype=B.dtype)
         lanes = np.empty((6, L), dtype=B.dtype)
         idx = np.empty((4, m), dtype=np.int64)
-        for j in range(m):  # the flags must start at zero (np.zeros: a parallel loop to compile)
+        for j in range(m):  # the flags start at zero (not np.zeros: see the module's docstring)
             idx[3, j] = 0
         starts = np.empty(m + 1, dtype=np.int64)
         lo = min(blk * size, n)
@@ -828,7 +833,8 @@ def slots_to_dense(counts, slot_idx, slot_val, X):
     """Dense codes ``X`` (n x m) from the encoder's slots."""
     n = X.shape[0]
     for i in prange(n):
-        X[i, :] = 0
+        for j in range(X.shape[1]):
+            X[i, j] = 0
         for q in range(counts[i]):
             X[i, slot_idx[i, q]] = slot_val[i, q]
 
@@ -939,8 +945,7 @@ def accumulate_statistics(indptr, indices, data, Y, n_parts, XtX, s, XtY):
     """
     n, d = Y.shape
     m = s.shape[0]
-    # each part zeroes its own buffers (np.zeros here would be another
-    # parallel loop to compile, as any array expression in a parallel function)
+    # each part zeroes its own buffers (not np.zeros: see the module's docstring)
     pXtX = np.empty((n_parts, m, m))
     ps = np.empty((n_parts, m))
     pXtY = np.empty((n_parts, m, d))

@@ -263,8 +263,7 @@ def unrolled_batch(B, yy, G, ww, alpha, lam, beta, ks, H_parts, C, loss, dalpha)
         xd = np.empty(m, dtype=B.dtype)
         vb = np.empty(m, dtype=B.dtype)
         ab = np.empty((3, m), dtype=B.dtype)
-        # zeroed by loops: an array expression in a parallel function is a
-        # parallel loop of its own to compile
+        # zeroed by loops, not array expressions (see fastkds._kernels)
         for j in range(m):
             xd[j] = zero
             vb[j] = zero

@@ -41,15 +41,15 @@ def _sq_distance(A, i, B, j):
     return acc
 
 
-# inlined where it is called: most candidates go after the last entry, and
-# a call per candidate, with its two row views, cost the searches 2-4x
 @njit(cache=True, nogil=True)
 def _span(lo, hi):
-    """``np.arange(lo, hi)``, for parallel functions: written there, an
-    array expression is a parallel loop of its own to compile."""
+    """``np.arange(lo, hi)``, for parallel functions, which hold no array
+    expressions (see :mod:`fastkds._kernels`)."""
     return np.arange(lo, hi)
 
 
+# inlined where it is called: most candidates go after the last entry, and
+# a call per candidate, with its two row views, cost the searches 2-4x
 @njit(cache=True, nogil=True, inline="always")
 def _insert(dist, idx, d, j):
     """Put ``(d, j)`` into the ascending lists ``dist``, ``idx`` (by
@@ -173,7 +173,8 @@ def probe_atoms_screened(Y, W, probes):
         atom_dist = np.empty(m)
         upper = np.empty(n_probe)
         for u in range(hi - lo):
-            upper[:] = np.inf
+            for p in range(n_probe):
+                upper[p] = np.inf
             for a in range(m):
                 D[u, a] = (pp[u] + cc[a]) - 2.0 * D[u, a]  # the formed distance
                 _keep_smallest(upper, D[u, a] + scale * (pp[u] + cc[a]))
@@ -400,7 +401,10 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
             P = np.empty((min(first[a + 1] - first[a], PAIR_ROWS), d))
             for v0 in range(first[a], first[a + 1], PAIR_ROWS):
                 v1 = min(v0 + PAIR_ROWS, first[a + 1])
-                _gather64(Y, searching[lo + pair_t[v0:v1]], P[: v1 - v0], pp[:0])  # their norms are pp
+                rows = np.empty(v1 - v0, dtype=np.int64)  # not lo + pair_t[v0:v1]: an array expression
+                for v in range(v0, v1):
+                    rows[v - v0] = searching[lo + pair_t[v]]
+                _gather64(Y, rows, P[: v1 - v0], pp[:0])  # their norms are pp
                 D = np.dot(P[: v1 - v0], C.T)
                 for v in range(v0, v1):
                     t = pair_t[v]
@@ -410,7 +414,7 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
         for t in prange(lo, hi):
             i = searching[t]
             upper = np.empty(q)
-            for c in range(q):  # a loop: np.full would be a parallel loop to compile
+            for c in range(q):  # not np.full (see fastkds._kernels)
                 upper[c] = np.inf
             for p in range(n_probe):
                 s0 = cell_start[probes[i, p]] - slot[t, p]
@@ -434,8 +438,7 @@ def vote(neighbours, labels, own, n_clusters, out):
     tied ones, and a point without neighbours keeps ``own[i]``."""
     n, q = neighbours.shape
     for blk in prange((n + BLOCK - 1) // BLOCK):
-        # loops, not array expressions: in a parallel function each of those
-        # is a parallel loop of its own to compile
+        # loops, not array expressions (see fastkds._kernels)
         counts = np.empty(n_clusters)
         for i in range(blk * BLOCK, min(blk * BLOCK + BLOCK, n)):
             for c in range(n_clusters):

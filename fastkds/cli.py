@@ -216,10 +216,10 @@ def _demo(args):
             f"lam={args.lam}, device={args.device}",
             flush=True,
         )
-    from ._validation import check_positive_int
-    from .datasets import make_moons
     from sklearn.base import clone
 
+    from ._validation import check_positive_int
+    from .datasets import make_moons
     from .estimators import KDSClustering
     from .metrics import clustering_accuracy
     from .sources import random_rows
