@@ -90,8 +90,9 @@ def check_dask_array(X, n_features=None, estimator=None):
         raise ValueError("the dask array has unknown chunk sizes (NaN in .chunks): call X.compute_chunk_sizes() first")
     if X.dtype.kind not in "fiub":
         raise TypeError(f"the dask array must be numeric, got dtype {X.dtype}")
-    if X.dtype != working_dtype(X.dtype):
-        X = X.astype(working_dtype(X.dtype))
+    dtype = working_dtype(X.dtype)
+    if X.dtype != dtype:
+        X = X.astype(dtype)
     if X.shape[0] < 1:
         raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
     if X.shape[1] < 1:

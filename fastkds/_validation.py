@@ -21,11 +21,12 @@ def working_dtype(dtype):
 
 
 def float_dtypes(X):
-    """``check_array``'s ``dtype`` for ``X``: :func:`working_dtype`'s rule.
+    """``check_array``'s ``dtype`` for ``X``: its :func:`working_dtype`
+    (``FLOAT_DTYPES`` for input without one, a list or a DataFrame).
     scikit-learn keeps a dtype of ``FLOAT_DTYPES`` and turns any other into
     the first, so a big-endian float32 array would become float64."""
     dtype = getattr(X, "dtype", None)
-    return np.float32 if isinstance(dtype, np.dtype) and working_dtype(dtype) == np.float32 else FLOAT_DTYPES
+    return working_dtype(dtype) if isinstance(dtype, np.dtype) else FLOAT_DTYPES
 
 
 def check_data(Y, *, name="Y", min_samples=1):
