@@ -143,6 +143,13 @@ def check_clustering_params(est):
     return k, check_positive_int(est.n_init, "n_init"), min_component, max_clusters, embedding
 
 
+def check_enough_samples(n_samples, n_clusters):
+    """Refuse fewer points than the clusters asked for (``n_clusters`` None,
+    for ``"auto"``, asks for none), in scikit-learn's ``KMeans`` words."""
+    if n_clusters is not None and n_samples < n_clusters:
+        raise ValueError(f"n_samples={n_samples} should be >= n_clusters={n_clusters}.")
+
+
 def check_vote_neighbors(est):
     """A clusterer's ``vote_neighbors``: None (no vote) or a positive int."""
     if est.vote_neighbors is None:

@@ -12,7 +12,15 @@ import pytest
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
-from fastkds import KDS, KDSClustering, clustering_accuracy, make_moons, project_simplex, sparse_encode
+from fastkds import (
+    KDS,
+    KDSClustering,
+    KDSEnsembleClustering,
+    clustering_accuracy,
+    make_moons,
+    project_simplex,
+    sparse_encode,
+)
 from fastkds.exceptions import TooFewSamplesWarning
 from fastkds.prepared import offset_step_ratio
 
@@ -364,6 +372,19 @@ def test_clustering_more_clusters_than_atoms_in_use():
         ValueError, match=r"n_clusters=4 exceeds the 3 modes .*one per atom in use.*fewer clusters, or lower lam"
     ):
         KDSClustering(4, n_atoms=4, min_component=0.01, **FAST).fit(Y)
+
+
+@pytest.mark.parametrize("cls", [KDSClustering, KDSEnsembleClustering])
+def test_clustering_fewer_points_than_clusters(cls):
+    """Three points, five clusters: a ValueError naming both counts, as
+    KMeans gives, not a message about the code graph; the estimator stays
+    unfitted."""
+    Y = np.random.default_rng(1).normal(size=(3, 2))
+    model = cls(5, random_state=0)
+    with pytest.raises(ValueError, match=r"^n_samples=3 should be >= n_clusters=5\.$"):
+        model.fit(Y)
+    assert not hasattr(model, "labels_")
+    assert KDSClustering(3, random_state=0).fit(Y).n_clusters_ == 3  # as many points as clusters: fitted
 
 
 def test_clustering_identical_points():

@@ -12,6 +12,7 @@ from .. import _dask, persistence
 from .._validation import (
     auto_n_atoms,
     check_clustering_params,
+    check_enough_samples,
     check_n_jobs,
     check_vote_neighbors,
 )
@@ -285,6 +286,7 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
             out = os.fspath(out)
             check_out_folder(out, X)
         Y, fitted = check_fit_input(self, X)
+        check_enough_samples(Y.shape[0], params[0])
         rng = check_random_state(self.random_state)
         kds = self._inner_kds(rng, Y.shape[0], params[0])
         timings = {}

@@ -29,6 +29,7 @@ from .._config import effective_n_jobs
 from .._validation import (
     auto_n_atoms,
     check_clustering_params,
+    check_enough_samples,
     check_n_jobs,
     check_positive_int,
     check_vote_neighbors,
@@ -261,6 +262,7 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
             )
         spectral_params, n_estimators, n_jobs = self._validated_params()
         Y, fitted = check_fit_input(self, X)
+        check_enough_samples(Y.shape[0], spectral_params[0])
         rng = check_random_state(self.random_state)
         base = self._default_estimator(Y.shape[0], spectral_params[0]) if self.estimator is None else self.estimator
         seeds = [rng.randint(np.iinfo(np.int32).max) for _ in range(n_estimators)]
