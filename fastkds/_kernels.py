@@ -155,11 +155,7 @@ def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, ins, ca
       x_j <= its share of the unit mass), so the candidates above it are a
       superset of the new support and Michelot's iteration runs on that
       short list alone;
-    - x and z are updated only on the old and new supports;
-    - a point whose iterate holds one atom at weight 1 in both x and z has
-      reached a fixed point of the iteration, exactly, and stops there: its
-      remaining steps would change no bit. (Codes of several atoms do not
-      settle to the bit within the T steps used in practice.)
+    - x and z are updated only on the old and new supports.
     """
     m = b.shape[0]
     mp = G.shape[1]
@@ -236,13 +232,6 @@ def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, ins, ca
             for j in range(mp):
                 nbad += ((v[j] - c) > tau) ^ ins[j]
         if nbad == 0:
-            # one atom held at weight 1 in x and z: the step below gives them back
-            # bit for bit (x_j = 0 - (0 - 1) / 1, z_j = 1 + bt * 0), so every later
-            # iteration repeats it and the code is final
-            if nx == 1 and nz == 1:
-                j = xs[0]
-                if zidx[0] == j and x[j] == one and z[j] == one:
-                    break
             # same support: x and z change on it alone (z is 0 elsewhere now)
             bt = beta[t]
             if nz != nx:

@@ -95,28 +95,6 @@ def test_points_at_atoms_are_coded_by_that_atom():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_one_atom_codes_stop_early_and_match_naive(dtype):
-    """The per-point encoder stops a point whose iterate holds one atom at
-    weight 1 (a fixed point, exactly): points at and near atoms, in more
-    features than the lockstep encoder takes, and points spread around them,
-    get the oracle's T-step codes, both those of one atom and those of
-    several, whose iterates may pass through one atom on the way (a stop
-    at any one-atom iterate fails here)."""
-    rng = np.random.default_rng(5)
-    W = rng.normal(size=(12, 20))
-    mid = 0.5 * (W[:6] + W[6:])  # halfway between two atoms
-    spread = rng.normal(size=(60, 20)) * 1.2 + 0.3
-    Y = np.vstack([W + 0.01 * rng.normal(size=W.shape), mid, mid + 0.3 * rng.normal(size=mid.shape), spread])
-    Y = Y.astype(dtype)
-    assert Y.shape[1] > _kernels.LOCKSTEP_MAX_FEATURES
-    for lam, T in ((1.0, 100), (0.05, 60), (3.0, 15)):
-        C = fastkds.sparse_encode(Y, W, lam=lam, n_iter=T, encoder="apg")
-        np.testing.assert_allclose(C.toarray(), _naive.encode(Y, W.astype(dtype), lam, T), rtol=0, atol=TOL[dtype])
-        sizes = np.diff(C.indptr)
-        assert (sizes == 1).any() and (sizes > 1).any()
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
 def test_prepared_matches_naive_and_alpha(dtype):
     """The precomputed step is 1 / sigma_max(W - mean atom)^2 (the paper's
     1 / sigma_max(W)^2 with step="paper") and the dense codes match the oracle."""
