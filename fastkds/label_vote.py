@@ -22,8 +22,10 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
    code graph's k-means and vote among themselves, each counting the
    labels of its q nearest other references and half a vote for its own,
    until no label changes (at most :data:`fastkds._config.VOTE_MAX_ROUNDS`
-   rounds); a reference whose probed cells all hold one label keeps it
-   (its own cell is among them). Unless the code graph joins what the
+   rounds), or until a round would leave fewer labels than it found (the
+   rounds move boundaries; a cluster of fewer points than q would
+   otherwise be voted away a layer a round); a reference whose probed
+   cells all hold one label keeps it (its own cell is among them). Unless the code graph joins what the
    neighbours part: where the graph joining each reference to its q
    nearest others (or, where that falls into more than ``n_clusters``
    pieces, to the fewest up to 2q that fall into at most ``n_clusters``:
@@ -39,7 +41,11 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
    SpectralClustering would label them. So too where the search is exact
    (the references' graph is then the kNN graph of the points) and that
    graph shows ``n_clusters`` clusters more clearly than the code graph: a
-   larger eigengap ratio (:func:`_clearer`).
+   larger eigengap ratio (:func:`_clearer`); and where the code graph has
+   fewer than ``n_clusters`` spread modes, so that its k-means labels cannot
+   hold the clusters (classes of a few points each: atoms that hold two or
+   three points code them alone, and the graph falls into pieces too small
+   to count).
 2. :meth:`LabelVote.predict`: every point, a training point or a new one,
    takes the label most of its q nearest references hold (a reference is
    its own nearest). One rule for both, so ``predict`` on the training
@@ -79,6 +85,31 @@ def reference_rows(n_samples, n_atoms, rng):
     if n_samples <= size:
         return np.arange(n_samples, dtype=np.int64)
     return np.sort(random_rows(rng, n_samples, size)).astype(np.int64)
+
+
+def vote_reach(n_neighbors, n_references, n_clusters):
+    """The neighbours a vote counts: ``n_neighbors``, but at most half an
+    even split of the references among the clusters,
+    ``n_references // (2 n_clusters)`` (and at least 1).
+
+    A cluster of fewer points than about q / 2 holds the majority of no
+    point's q nearest, and the vote takes it away. Among many clusters of a
+    few points each (a face set of ten images a person) a fixed q of 10
+    reaches across clusters; capped, every cluster of an even share holds
+    at least 2q points. On data of a few hundred points a class or more the
+    cap is past the default q and changes nothing.
+
+    Parameters
+    ----------
+    n_neighbors : int
+        The clusterer's ``vote_neighbors``.
+    n_references, n_clusters : int
+
+    Returns
+    -------
+    int
+    """
+    return int(max(1, min(n_neighbors, n_references // (2 * n_clusters))))
 
 
 def probe_count(n_references, n_atoms):
@@ -307,17 +338,28 @@ def _vote(neighbours, labels, own, n_clusters, n_jobs, settled=None):
 
 
 def fit_label_vote(
-    atoms, references, labels, n_neighbors, n_clusters, n_jobs=None, rng=None, n_init=10, code_gap_ratio=None
+    atoms,
+    references,
+    labels,
+    n_neighbors,
+    n_clusters,
+    n_jobs=None,
+    rng=None,
+    n_init=10,
+    code_gap_ratio=None,
+    code_graph_shows=True,
 ):
     """The references' labels after their own vote (step 1 of the module's
     description), as a :class:`LabelVote` that labels any point.
 
     Parameters
     ----------
-    atoms, references, n_neighbors, n_clusters
+    atoms, references, n_clusters
         As for :class:`LabelVote`.
     labels : array-like of int
         The references' first labels (the k-means labels of their embedding).
+    n_neighbors : int
+        q, at most :func:`vote_reach`'s (the model's ``n_neighbors``).
     n_jobs : int or None
     rng : numpy.random.RandomState or None
         Draws the seed of the references' own spectral clustering, where
@@ -329,6 +371,12 @@ def fit_label_vote(
         (:meth:`fastkds.spectral.BipartiteSpectrum.gap_ratio`): where the
         search is exact, the references' graph takes the labels if it shows
         ``n_clusters`` clusters more clearly (None: it does not).
+    code_graph_shows : bool
+        Whether the code graph has ``n_clusters`` spread modes
+        (:meth:`fastkds.spectral.BipartiteSpectrum.shows`). Where it has
+        fewer (atoms that hold a few points each, coded by one atom apiece:
+        a graph of many small pieces), ``labels`` cannot hold the clusters,
+        and the references take their own graph's labels.
 
     Returns
     -------
@@ -336,6 +384,7 @@ def fit_label_vote(
     reference_labels : ndarray of int32
         What ``model.predict(references)`` gives, found from the same search.
     """
+    n_neighbors = vote_reach(n_neighbors, references.shape[0], n_clusters)
     n_probe = probe_count(references.shape[0], atoms.shape[0])
     # an exact search needs no ranking of the atoms: only each reference's cell
     probes = _probe(references, atoms, 1 if _every_cell(n_probe, atoms.shape[0]) else n_probe, n_jobs)
@@ -355,7 +404,7 @@ def fit_label_vote(
         and _joins_pieces(probes[:, 0], piece, model.atoms.shape[0])
     )
     # an exact search's graph is the kNN graph of the points, SpectralClustering's own
-    if coarse or (model.exact and _clearer(graph, model.n_clusters, code_gap_ratio)):
+    if not code_graph_shows or coarse or (model.exact and _clearer(graph, model.n_clusters, code_gap_ratio)):
         if n_pieces == model.n_clusters:
             fine = piece.astype(np.int32)
         else:
@@ -368,7 +417,8 @@ def fit_label_vote(
         rows = np.flatnonzero(_mixed(probes, model))
         new = current.copy()
         new[rows] = _vote(_others(nearest[rows], rows, q), current, current[rows], model.n_clusters, n_jobs)
-        if np.array_equal(new, current):
+        # a round that erases a label is not taken (module docstring)
+        if np.array_equal(new, current) or np.unique(new).size < np.unique(current).size:
             break
         current = model.labels = new
     rows = np.flatnonzero(_mixed(probes, model))

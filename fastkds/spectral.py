@@ -9,6 +9,7 @@ sparse product, never an n x n matrix.
 
 import os
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -296,17 +297,37 @@ class BipartiteSpectrum:
         # eigenvalues decrease, so past <= lam_k; a k-th mode of eigenvalue 0 leaves nothing past it
         return np.r_[np.ones(leading), (past / lam_k) ** steps if lam_k > 0 else np.zeros(past.size)]
 
-    def _leading_columns(self, k):
-        """The leading eigenvectors up to the k-th spread one (``n_columns``
-        of the ``"leading"`` embedding)."""
-        spread = int(self.spread.sum())
-        if k > spread:
+    def shows(self, k):
+        """Whether the code graph has the k spread modes a k-cluster
+        embedding needs (:meth:`check_shows` says what to do if not)."""
+        return k <= int(self.spread.sum())
+
+    def check_shows(self, k):
+        """Refuse k clusters where the code graph has fewer spread modes:
+        where its labels are the clustering's, k-means would have fewer
+        directions than clusters.
+
+        Raises
+        ------
+        ValueError
+            Naming k and the modes there are.
+        """
+        if not self.shows(k):
+            spread = int(self.spread.sum())
             raise ValueError(
                 f"n_clusters={k} exceeds the {spread} modes of the code graph "
                 f"(one per atom in use by the codes, less {self.spread.size - spread} localised): "
                 "ask for fewer clusters, or lower lam: longer codes join the pieces of the graph "
                 "that hold too few codes to count (with fewer atoms in use than clusters, use more atoms)"
             )
+
+    def _leading_columns(self, k):
+        """The leading eigenvectors up to the k-th spread one (``n_columns``
+        of the ``"leading"`` embedding), or up to the last spread one where
+        there are fewer than k: the neighbours' vote then labels the points
+        from their own graph (:func:`cluster_codes`), and the embedding
+        keeps every mode the code graph has."""
+        k = min(k, int(self.spread.sum()))
         return int(np.searchsorted(np.cumsum(self.spread), k)) + 1
 
     def projection(self, k, n_extra=None, steps=DIFFUSION_STEPS):
@@ -459,7 +480,12 @@ def cluster_codes(XtX, s, atoms, results, rng, params, timings=None, label=True)
     ``results`` holds (:meth:`ClusteringResults.embed`), k-means on a
     sample of it (:func:`kmeans_sample`), and, with ``label``, the label of
     every point (:meth:`ClusteringResults.label`; the neighbours' vote
-    writes its own instead).
+    writes its own instead). Where the k-means labels are the clustering's
+    (``label``), or fewer atoms are in use than k, the code graph must
+    show the k clusters (:meth:`BipartiteSpectrum.check_shows`); otherwise
+    the vote labels the points from their own neighbours' graph where it
+    shows fewer (:func:`fastkds.label_vote.fit_label_vote`), and its
+    k-means then only fills ``kmeans_``.
 
     Parameters
     ----------
@@ -486,6 +512,7 @@ def cluster_codes(XtX, s, atoms, results, rng, params, timings=None, label=True)
     kmeans : sklearn.cluster.KMeans
     """
     from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
 
     k, n_init, min_component, max_clusters, embedding = params
     timings = {} if timings is None else timings
@@ -496,12 +523,21 @@ def cluster_codes(XtX, s, atoms, results, rng, params, timings=None, label=True)
         spectrum = BipartiteSpectrum(XtX, s, min_component=min_component, atoms=atoms, embedding=embedding)
         # "auto": never more clusters than points (a stack of dictionaries may hold more atoms)
         n_clusters = spectrum.eigengap(min(max_clusters, results.n)) if k is None else k
+        if label or spectrum.eigenvalues.size + spectrum.n_outlier_atoms < n_clusters:
+            # the k-means labels are final, or fewer atoms are in use than
+            # clusters asked for: a setting to change, not a case for the vote
+            spectrum.check_shows(n_clusters)
         seed = rng.randint(np.iinfo(np.int32).max)
         sample_rows = results.embed(spectrum.projection(n_clusters), kmeans_sample(results.n, seed))
         timings["embed"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        kmeans = KMeans(n_clusters, n_init=n_init, random_state=seed).fit(sample_rows)
+        with warnings.catch_warnings():
+            if not spectrum.shows(n_clusters):
+                # fewer distinct embedded points than clusters, maybe: these
+                # labels are replaced by the vote's
+                warnings.simplefilter("ignore", ConvergenceWarning)
+            kmeans = KMeans(n_clusters, n_init=n_init, random_state=seed).fit(sample_rows)
         if label:
             results.label(kmeans)
         timings["kmeans"] = time.perf_counter() - t0

@@ -12,6 +12,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
+import fastkds
 from fastkds import (
     KDS,
     KDSClustering,
@@ -355,23 +356,57 @@ def test_clustering_one_cluster():
 
 
 def test_clustering_more_clusters_than_atoms():
-    """n_clusters=10 with 4 atoms: a ValueError naming n_clusters."""
+    """n_clusters=10 with 4 atoms: a ValueError naming n_clusters, with the
+    vote or without (fewer atoms than clusters is a setting to change)."""
     rng = np.random.default_rng(9)
     Y = rng.normal(size=(60, 2))
-    with pytest.raises(ValueError, match="n_clusters=10"):
-        KDSClustering(10, n_atoms=4, **FAST).fit(Y)
+    for vote_neighbors in (10, None):
+        model = KDSClustering(10, n_atoms=4, vote_neighbors=vote_neighbors, **FAST)
+        with pytest.raises(ValueError, match="n_clusters=10"):
+            model.fit(Y)
+        assert not hasattr(model, "labels_")
 
 
 def test_clustering_more_clusters_than_atoms_in_use():
     """n_clusters == n_atoms, but one atom only serves an outlier (its
-    component is dropped by min_component): a ValueError naming n_clusters
-    and the 3 modes left, one per atom in use."""
+    component is dropped by min_component), and the code graph's labels are
+    final (no vote): a ValueError naming n_clusters and the 3 modes left,
+    one per atom in use."""
     rng = np.random.default_rng(0)
     Y = np.r_[rng.normal(size=(100, 2)), [[50.0, 50.0]]]
     with pytest.raises(
         ValueError, match=r"n_clusters=4 exceeds the 3 modes .*one per atom in use.*fewer clusters, or lower lam"
     ):
-        KDSClustering(4, n_atoms=4, min_component=0.01, **FAST).fit(Y)
+        KDSClustering(4, n_atoms=4, min_component=0.01, vote_neighbors=None, **FAST).fit(Y)
+
+
+def test_small_clusters_past_the_code_graphs_modes_take_the_vote(tmp_path):
+    """Twenty classes of eight points (an Olivetti-faces shape: few images
+    per person): the default atoms, four a cluster, hold two or three
+    points each and code them alone, and the code graph's pieces are too
+    small to count as modes (fewer than k; the fit raised "n_clusters=20
+    exceeds the ... modes" before). The neighbours' vote labels the points
+    from their own neighbours' graph, as SpectralClustering does (1.0
+    here): every class found, and transform, predict, save and load work
+    on that model."""
+    from sklearn.datasets import make_blobs
+
+    Y, y = make_blobs(160, n_features=30, centers=20, cluster_std=3.0, random_state=0)
+    model = KDSClustering(20, random_state=0).fit(Y)
+    assert not model.spectrum_.shows(20)  # the case at hand
+    assert model.vote_.n_neighbors == 4  # half of an even split, 160 / 20 / 2
+    assert clustering_accuracy(y, model.labels_) >= 0.95
+    np.testing.assert_array_equal(model.predict(Y), model.labels_)
+    U = model.transform(Y)
+    assert U.shape == (160, model.spectrum_.n_columns(20)) == model.embedding_.shape
+    assert np.all(np.isfinite(U))
+    model.save(tmp_path / "m.kds")
+    loaded = fastkds.load(tmp_path / "m.kds")
+    np.testing.assert_array_equal(loaded.predict(Y), model.labels_)
+    np.testing.assert_array_equal(loaded.transform(Y), U)
+    assert loaded.vote_.n_neighbors == 4
+    with pytest.raises(ValueError, match="n_clusters=20 exceeds the"):
+        KDSClustering(20, vote_neighbors=None, random_state=0).fit(Y)
 
 
 @pytest.mark.parametrize("cls", [KDSClustering, KDSEnsembleClustering])

@@ -24,6 +24,7 @@ from fastkds.label_vote import (
     fit_label_vote,
     probe_count,
     reference_rows,
+    vote_reach,
 )
 
 PARAMS = dict(n_atoms=24, lam=5.0, n_iter=15, max_epochs=10, random_state=0)
@@ -181,6 +182,37 @@ def test_references_end_at_a_fixed_point_of_their_vote():
     np.testing.assert_array_equal(again, model.labels)
     assert (model.labels != first).sum() > 50
     np.testing.assert_array_equal(reference_labels, model.predict(R))
+
+
+def test_vote_reach_is_at_most_half_an_even_split():
+    assert vote_reach(10, 10_000, 5) == 10  # past the cap: q as given
+    assert vote_reach(10, 400, 40) == 5  # ten points a class
+    assert vote_reach(10, 160, 20) == 4
+    assert vote_reach(3, 160, 20) == 3
+    assert vote_reach(10, 3, 2) == 1  # never below one
+
+
+def test_rounds_do_not_erase_a_cluster():
+    """Five points just outside a disc of 100, q = 10: each of the five has
+    four of its own among its ten nearest others and six of the disc, so
+    one round of the references' vote would relabel all five at once, and
+    their cluster would be gone. The rounds move boundaries; they stop
+    before a round that leaves fewer labels than it found, and the five
+    keep theirs: in the last step each counts itself among its ten nearest
+    references, five against five, and a tie goes to the nearest."""
+    rng = np.random.default_rng(4)
+    angle, radius = rng.uniform(0, 2 * np.pi, 100), np.sqrt(rng.uniform(0, 1, 100))
+    disc = np.c_[radius * np.cos(angle), radius * np.sin(angle)]
+    small = np.array([1.25, 0.0]) + 0.03 * rng.normal(size=(5, 2))
+    R = np.vstack([disc, small])
+    first = np.r_[np.zeros(100), np.ones(5)].astype(np.int32)
+    others = oracle_neighbours(R, R[:1], R, 10, skip=np.arange(105), n_probe=1)
+    one_round = oracle_vote(others, first, first, 2)
+    assert (one_round == 0).all()  # what the round would do
+    model, reference_labels = fit_label_vote(R[::7], R, first, 10, 2)
+    assert model.exact  # every reference a candidate, as the oracle's
+    np.testing.assert_array_equal(reference_labels, first)
+    np.testing.assert_array_equal(model.predict(R), first)
 
 
 def test_points_search_as_many_cells_as_hold_the_wanted_candidates():
@@ -450,13 +482,16 @@ def test_bad_vote_neighbors_fail_clearly_and_leave_the_model(moons, value, error
 
 
 def test_more_neighbours_than_references_still_label_every_point():
+    # the clusterer counts at most half an even split (vote_reach): 60 // 4
     Y, _ = make_moons(60, random_state=1)
-    from fastkds.exceptions import FewerClustersWarning
-
-    with pytest.warns(FewerClustersWarning):  # every point votes with all: one label is left
-        model = KDSClustering(2, n_atoms=8, vote_neighbors=100, random_state=0).fit(Y)
-    assert set(np.unique(model.labels_)) <= {0, 1}
+    model = KDSClustering(2, n_atoms=8, vote_neighbors=100, random_state=0).fit(Y)
+    assert model.vote_.n_neighbors == 15
+    assert set(np.unique(model.labels_)) == {0, 1}
     np.testing.assert_array_equal(model.predict(Y), model.labels_)
+    # a vote of more neighbours than references, asked for directly: every
+    # point votes with all of them, and the label of 40 of the 60 wins
+    vote = LabelVote(model.components_, Y, (np.arange(60) < 20).astype(np.int32), 100, 2)
+    np.testing.assert_array_equal(vote.predict(Y), 0)
 
 
 def _three_blobs(centres):
@@ -545,17 +580,19 @@ def test_predict_refuses_points_whose_distances_overflow(moons, cls):
 
 @pytest.mark.parametrize("cls", [KDSClustering, KDSEnsembleClustering])
 def test_a_vote_that_outvotes_a_cluster_says_so(cls):
-    """Two far-apart blobs of 25 and 35 points: 59 voting neighbours give
-    every point the larger blob's label, and the fit warns that the labels
-    hold fewer clusters than n_clusters (as scikit-learn's KMeans warns);
-    10 keep both blobs, without a warning."""
+    """Two far-apart blobs of 8 and 92 points: 25 voting neighbours (59
+    asked for, capped at half an even split) give every point the larger
+    blob's label, and the fit warns that the labels hold fewer clusters than
+    n_clusters (as scikit-learn's KMeans warns); 10 keep both blobs, without
+    a warning. (The leading embedding: the code graph's two components are
+    the blobs.)"""
     from fastkds.exceptions import FewerClustersWarning
 
     rng = np.random.RandomState(0)
-    X = np.vstack([rng.randn(25, 2), rng.randn(35, 2) + 20])
+    X = np.vstack([rng.randn(8, 2), rng.randn(92, 2) + 20])
     with pytest.warns(FewerClustersWarning, match="1 distinct clusters of n_clusters=2"):
-        cls(2, vote_neighbors=59, random_state=0).fit(X)
+        cls(2, vote_neighbors=59, embedding="leading", random_state=0).fit(X)
     with warnings.catch_warnings():
         warnings.simplefilter("error", FewerClustersWarning)
-        labels = cls(2, random_state=0).fit(X).labels_
-    assert sorted(np.bincount(labels)) == [25, 35]
+        labels = cls(2, embedding="leading", random_state=0).fit(X).labels_
+    assert sorted(np.bincount(labels)) == [8, 92]

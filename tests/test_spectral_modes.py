@@ -94,8 +94,9 @@ def test_too_many_clusters_for_the_spread_modes_fails_clearly():
     spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0), min_component=0.01, embedding="leading")
     n_spread = int(spec.spread.sum())
     assert spec.n_columns(n_spread) <= spec.eigenvalues.size
+    assert spec.n_columns(n_spread + 1) == spec.n_columns(n_spread)  # every spread mode, for the vote
     with pytest.raises(ValueError, match="localised"):
-        spec.projection(n_spread + 1)
+        spec.check_shows(n_spread + 1)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")

@@ -321,15 +321,18 @@ def test_other_weights_give_other_embeddings(clustered_codes):
 
 
 def test_diffusion_embedding_with_few_modes_or_a_zero_kth():
-    """Fewer than 2k spread modes: all of them; a k-th eigenvalue of 0: the
-    modes past it weigh nothing (nothing of them is left)."""
+    """Fewer than 2k spread modes: all of them; more clusters than modes:
+    every mode (for the vote), and check_shows refuses them; a k-th
+    eigenvalue of 0: the modes past it weigh nothing (nothing of them is
+    left)."""
     rng = np.random.default_rng(5)
     X = block_codes(rng, [(30, 2), (30, 2)])  # two components of 2 atoms: 4 modes
     spec = BipartiteSpectrum(X.T @ X, X.sum(axis=0))
     assert spec.eigenvalues.size == 4
     assert spec.n_columns(3) == 4 and spec.n_columns(2) == 4 and spec.n_columns(1) == 2
-    with pytest.raises(ValueError, match="exceeds"):
-        spec.n_columns(5)
+    assert spec.n_columns(5) == 4 and spec.shows(4) and not spec.shows(5)
+    with pytest.raises(ValueError, match="n_clusters=5 exceeds the 4 modes"):
+        spec.check_shows(5)
     degenerate = BipartiteSpectrum.from_arrays(
         eigenvalues=np.array([1.0, 0.0, 0.0]),
         eigenvectors=np.eye(3),
@@ -417,5 +420,5 @@ def test_unused_atom_is_left_out():
     Xu = np.delete(X, 2, axis=1)
     U_ref, _ = _naive.spectral_embedding(Xu, 2)
     np.testing.assert_allclose(projector(spec.embed(X, 2)), projector(U_ref), atol=1e-8)
-    with pytest.raises(ValueError):
-        spec.projection(7)
+    with pytest.raises(ValueError, match="n_clusters=7 exceeds the 6 modes"):
+        spec.check_shows(7)

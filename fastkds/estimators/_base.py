@@ -254,8 +254,9 @@ def fit_vote(results, Y, atoms, kmeans, embed, n_neighbors, n_clusters, rng, n_j
         :func:`vote_labeller`).
     spectrum : fastkds.spectral.BipartiteSpectrum or None, default=None
         The code graph's, whose eigengap at ``n_clusters`` the references'
-        graph is compared with where the search is exact (None: no
-        comparison).
+        graph is compared with where the search is exact, and where it has
+        fewer than ``n_clusters`` spread modes, the references take their
+        graph's labels (None: no comparison).
 
     Returns
     -------
@@ -276,6 +277,7 @@ def fit_vote(results, Y, atoms, kmeans, embed, n_neighbors, n_clusters, rng, n_j
         rng=rng,
         n_init=kmeans.n_init,
         code_gap_ratio=None if spectrum is None else spectrum.gap_ratio(n_clusters),
+        code_graph_shows=spectrum is None or spectrum.shows(n_clusters),
     )
     held = np.zeros(n_clusters, dtype=np.int64)  # points of each label
 

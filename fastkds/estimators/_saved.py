@@ -51,7 +51,9 @@ def write_spectral_step(writer, prefix, model):
     if model.vote_ is not None:
         writer.array(f"{prefix}vote_.references", model.vote_.references)
         writer.array(f"{prefix}vote_.labels", model.vote_.labels)
-        writer.json(f"{prefix}vote_.attributes", {"n_probe": model.vote_.n_probe})
+        writer.json(
+            f"{prefix}vote_.attributes", {"n_probe": model.vote_.n_probe, "n_neighbors": model.vote_.n_neighbors}
+        )
 
 
 def read_spectral_step(reader, prefix, model, dictionaries):
@@ -117,11 +119,18 @@ def _read_vote(reader, prefix, model, n_features, n_clusters):
     require(labels.min() >= 0 and labels.max() < n_clusters, f"{prefix}labels hold labels outside 0..{n_clusters - 1}")
     # files written before the count of cells followed the cells' size
     # searched VOTE_PROBE_ATOMS of them: their labels_ came from that search
-    n_probe = _config.VOTE_PROBE_ATOMS
+    # and before the vote's reach was capped (vote_reach) it was vote_neighbors
+    n_probe, n_neighbors = _config.VOTE_PROBE_ATOMS, model.vote_neighbors
     if reader.has(f"{prefix}attributes"):
-        n_probe = check_count(reader.json(f"{prefix}attributes", ("n_probe",))["n_probe"], f"{prefix}n_probe")
+        attributes = reader.json(f"{prefix}attributes", ("n_probe",), optional=("n_neighbors",))
+        n_probe = check_count(attributes["n_probe"], f"{prefix}n_probe")
+        n_neighbors = check_count(attributes.get("n_neighbors", n_neighbors), f"{prefix}n_neighbors")
     require(n_probe >= 1, f"{prefix}n_probe must be at least 1, got {n_probe}")
-    return LabelVote(model.components_, references, labels, model.vote_neighbors, n_clusters, n_probe=n_probe)
+    require(
+        1 <= n_neighbors <= model.vote_neighbors,
+        f"{prefix}n_neighbors must be in 1..vote_neighbors={model.vote_neighbors}, got {n_neighbors}",
+    )
+    return LabelVote(model.components_, references, labels, n_neighbors, n_clusters, n_probe=n_probe)
 
 
 def _read_spectrum(reader, prefix, embedding):

@@ -108,14 +108,20 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         points by the same vote
         (``vote_`` keeps the references). None: the labels of the k-means
         (the paper's, which ``fastkds paper`` uses). 10 is the neighbourhood
-        of scikit-learn's ``SpectralClustering``. Where the reference
+        of scikit-learn's ``SpectralClustering``; the vote counts at most
+        half an even split of the reference points among the clusters
+        (``vote_.n_neighbors``; ``fastkds.label_vote.vote_reach``), so that
+        classes of a few points each are not voted away. Where the reference
         points' ``vote_neighbors``-nearest-neighbour graph falls into 2 to
         ``n_clusters`` pieces that the k-means labels join, and the atoms'
         cells too (atoms spaced wider than a gap between clusters, as in
         concentric circles), the labels come from that graph instead: its
         pieces, or its spectral clustering; so too where the search is
         exact and that graph shows ``n_clusters`` clusters more clearly
-        than the code graph (a larger eigengap ratio ``mu_{k+1} / mu_k``).
+        than the code graph (a larger eigengap ratio ``mu_{k+1} / mu_k``),
+        and where the code graph has fewer than ``n_clusters`` spread modes
+        (classes of a few points each, whose atoms code them alone: without
+        the vote such a fit raises, naming the modes there are).
 
     Attributes
     ----------
@@ -127,7 +133,9 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         ``embedding="diffusion"``, the next ``n_clusters_`` spread ones,
         weighted), so ``n_columns = spectrum_.n_columns(n_clusters_)``:
         ``n_clusters_`` or twice that, more where localised modes lead (see
-        ``min_component``).
+        ``min_component``), and every spread mode where there are fewer
+        than ``n_clusters_`` (the vote's labels then come from the points'
+        own graph).
     eigenvalues_ : ndarray
         Eigenvalues of the atom-side matrix M, decreasing; the multiplicity
         of 1 counts connected components of the code graph.
