@@ -25,10 +25,11 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
    rounds), or until a round would leave fewer labels than it found (the
    rounds move boundaries; a cluster of fewer points than q would
    otherwise be voted away a layer a round); a reference whose probed
-   cells all hold one label keeps it (its own cell is among them). Unless the code graph joins what the
-   neighbours part: where the graph joining each reference to its q
-   nearest others (or, where that falls into more than ``n_clusters``
-   pieces, to the fewest up to 2q that fall into at most ``n_clusters``:
+   cells all hold one label keeps it (its own cell is among them). Unless
+   the code graph joins what the neighbours part: where the graph joining
+   each reference to its q nearest others (or, where that falls into more
+   than ``n_clusters`` pieces, to the fewest up to 2q that fall into at
+   most ``n_clusters``:
    :func:`_pieces`) falls into 2 to ``n_clusters`` pieces and the k-means
    labels put more than a stray group of references
    (:data:`fastkds._config.VOTE_STRAY_SHARE`) outside their label's main
