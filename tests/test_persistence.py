@@ -451,6 +451,23 @@ def test_file_from_before_the_count_of_cells_searches_four(moons, tmp_path):
         fastkds.load(path)
 
 
+def test_file_from_before_the_vote_reach_counts_vote_neighbors(moons, tmp_path):
+    """A file whose vote attributes lack ``n_neighbors`` (written before the
+    vote's reach was capped, label_vote.vote_reach) loads counting
+    ``vote_neighbors``, as the model that wrote it did; a newer file keeps
+    its own count, and one past ``vote_neighbors`` fails clearly."""
+    path = tmp_path / "model.npz"
+    model = KDSClustering(2, n_atoms=12, **FIT).fit(moons)
+    model.vote_.n_neighbors = 6  # a cap the references would have set
+    model.save(path)
+    assert fastkds.load(path).vote_.n_neighbors == 6
+    _rewrite(path, **{"vote_.attributes": np.array(f'{{"n_probe": {model.vote_.n_probe}}}')})
+    assert fastkds.load(path).vote_.n_neighbors == 10
+    _rewrite(path, **{"vote_.attributes": np.array(f'{{"n_probe": {model.vote_.n_probe}, "n_neighbors": 11}}')})
+    with pytest.raises(ValueError, match=r"n_neighbors must be in 1\.\.vote_neighbors=10, got 11"):
+        fastkds.load(path)
+
+
 def test_vote_entries_that_disagree_with_the_parameter_fail_clearly(moons, tmp_path):
     path = tmp_path / "model.npz"
     KDSClustering(2, n_atoms=12, **FIT).fit(moons).save(path)
