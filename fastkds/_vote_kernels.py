@@ -44,7 +44,8 @@ def _sq_distance(A, i, B, j):
 @njit(cache=True, nogil=True)
 def _span(lo, hi):
     """``np.arange(lo, hi)``, for parallel functions, which hold no array
-    expressions (see :mod:`fastkds._kernels`)."""
+    expressions (see :mod:`fastkds._kernels`). Bounds are int64: a literal
+    0 would compile a second signature, so callers pass ``np.int64(0)``."""
     return np.arange(lo, hi)
 
 
@@ -162,7 +163,7 @@ def probe_atoms_screened(Y, W, probes):
     scale = (4 * d + 16) * _UNIT_ROUNDOFF
     C = np.empty((m, d))
     cc = np.empty(m)
-    _gather64(W, _span(0, m), C, cc)
+    _gather64(W, _span(np.int64(0), m), C, cc)
     for blk in prange((n + BLOCK - 1) // BLOCK):
         lo = blk * BLOCK
         hi = min(lo + BLOCK, n)
@@ -280,7 +281,7 @@ def search_shared_reads(Y, R, cell_start, cell_refs, probes, searching, best_dis
     """
     m = cell_start.shape[0] - 1
     order = searching[np.argsort(probes[searching, 0], kind="mergesort")]
-    group_start = np.searchsorted(probes[order, 0], _span(0, m + 1))
+    group_start = np.searchsorted(probes[order, 0], _span(np.int64(0), m + 1))
     for g in prange(m):
         group = order[group_start[g] : group_start[g + 1]]
         first, row, _ = _pairs_by_cell(probes, group, m)

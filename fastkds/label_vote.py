@@ -414,12 +414,13 @@ def fit_label_vote(
         model.labels = fine
         return model, _vote(np.ascontiguousarray(nearest[:, :q]), fine, None, model.n_clusters, n_jobs)
     current = model.labels
+    n_labels = np.unique(current).size
     for _ in range(_config.VOTE_MAX_ROUNDS):
         rows = np.flatnonzero(_mixed(probes, model))
         new = current.copy()
         new[rows] = _vote(_others(nearest[rows], rows, q), current, current[rows], model.n_clusters, n_jobs)
-        # a round that erases a label is not taken (module docstring)
-        if np.array_equal(new, current) or np.unique(new).size < np.unique(current).size:
+        # a round that erases a label is not taken (module docstring); none adds one
+        if np.array_equal(new, current) or np.unique(new).size < n_labels:
             break
         current = model.labels = new
     rows = np.flatnonzero(_mixed(probes, model))
