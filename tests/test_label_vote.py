@@ -236,6 +236,24 @@ def test_a_screen_that_saves_too_little_reads_every_cell():
             assert n_probe == n_atoms or n_atoms + n_references >= _config.VOTE_SCREEN_SAVING * screened
 
 
+def test_a_sample_of_references_is_searched_screened():
+    # 2,400 references (100 for each of 24 atoms) of 10^6 points: an exact
+    # search would read all 2,400 for every point, and let none skip its search
+    assert probe_count(2_400, 24) == 24
+    assert probe_count(2_400, 24, n_samples=2_400) == 24
+    assert probe_count(2_400, 24, n_samples=10**6) == _config.VOTE_PROBE_ATOMS
+    assert probe_count(1_440, 80, n_samples=1_441) == 23  # the cells that hold 400 candidates
+
+
+def test_a_clusterer_searches_exactly_only_where_every_point_is_a_reference():
+    Y, _ = make_moons(3000, random_state=0)
+    every = KDSClustering(2, n_atoms=24, lam=5, n_iter=30, random_state=0).fit(Y[:2000])
+    assert every.vote_.references.shape[0] == 2000 and every.vote_.exact
+    sampled = KDSClustering(2, n_atoms=24, lam=5, n_iter=30, random_state=0).fit(Y)
+    assert sampled.vote_.references.shape[0] == 2400 and not sampled.vote_.exact
+    np.testing.assert_array_equal(sampled.predict(Y), sampled.labels_)
+
+
 def test_an_exact_search_finds_the_exact_neighbours():
     # twenty closed curves in 256 dimensions: the screened search misses a
     # few of the nearest (2%), enough to join the curves' graph into one piece

@@ -278,6 +278,7 @@ def fit_vote(results, Y, atoms, kmeans, embed, n_neighbors, n_clusters, rng, n_j
         n_init=kmeans.n_init,
         code_gap_ratio=None if spectrum is None else spectrum.gap_ratio(n_clusters),
         code_graph_shows=spectrum is None or spectrum.shows(n_clusters),
+        n_samples=Y.shape[0],
     )
     held = np.zeros(n_clusters, dtype=np.int64)  # points of each label
 
