@@ -229,6 +229,18 @@ def nearest_references(Y, W, R, cell_start, cell_refs, cell_label, probes, neigh
     search_alone(Y, W, R, cell_start, cell_refs, probes.shape[1], np.flatnonzero(alone), best_dist, neighbours)
 
 
+def nearest_references_exact(Y, W, R, cell_start, cell_refs, radius, neighbours):
+    """Each point's nearest references among all of them, for rows of at
+    most :data:`FEW_FEATURES` features: the neighbours of
+    :func:`nearest_references` given one cell that holds every reference
+    (the same, bit for bit), read only from the cells of ``W`` that can
+    hold one of them (:func:`search_pruned`; ``radius`` from
+    :func:`cell_radii`)."""
+    best_dist = np.full(neighbours.shape, np.inf)
+    neighbours[:] = -1
+    search_pruned(Y, W, R, cell_start, cell_refs, radius, best_dist, neighbours)
+
+
 @njit(parallel=True, cache=True)
 def settle(probes, cell_start, cell_label, alone, settled):
     """Per point: ``alone[i]``, whether its probed cells hold no reference,
@@ -429,6 +441,61 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
                         j = cell_refs[s0 + c]
                         _insert(best_dist[i], best_idx[i], _sq_distance(Y, i, R, j), j)
         lo = hi
+
+
+#: Relative slack of :func:`search_pruned`'s bound, far above the rounding
+#: of its float64 sums at up to :data:`FEW_FEATURES` features (about 1e-14).
+PRUNE_SLACK = 1e-9
+
+
+@njit(parallel=True, cache=True)
+def cell_radii(W, R, cell_start, cell_refs, radius):
+    """``radius[a]``: the largest distance (not squared) of cell ``a``'s
+    references to atom ``a``, 0 for an empty cell."""
+    for a in prange(W.shape[0]):
+        far = 0.0
+        for s in range(cell_start[a], cell_start[a + 1]):
+            far = max(far, _sq_distance(R, cell_refs[s], W, a))
+        radius[a] = np.sqrt(far)
+
+
+@njit(parallel=True, cache=True)
+def search_pruned(Y, W, R, cell_start, cell_refs, radius, best_dist, best_idx):
+    """The exact search (every reference a candidate) for short rows,
+    reading only the cells that can hold one of the nearest.
+
+    A reference of atom ``a``'s cell lies at least ``||y - w_a|| -
+    radius[a]`` from ``y`` (the triangle inequality). The cells are read in
+    the order of that bound, and the search stops at the first whose bound
+    exceeds the q-th distance found, less :data:`PRUNE_SLACK` of both for
+    rounding: no reference past it can enter the list, which keeps the q
+    smallest (distance, index) pairs whatever the order they come in. So
+    the neighbours are those of reading every reference, bit for bit, where
+    on data of a few features most cells go unread (the fit of a few
+    thousand points that then labels a million new ones).
+    """
+    n = Y.shape[0]
+    m = W.shape[0]
+    q = best_dist.shape[1]
+    for blk in prange((n + BLOCK - 1) // BLOCK):
+        bound = np.empty(m)
+        for i in range(blk * BLOCK, min(blk * BLOCK + BLOCK, n)):
+            for a in range(m):
+                centre = np.sqrt(_sq_distance(Y, i, W, a))
+                gap = (centre - radius[a]) - PRUNE_SLACK * (centre + radius[a])
+                bound[a] = gap * gap if gap > 0.0 else 0.0
+            dist, idx = best_dist[i], best_idx[i]
+            for _ in range(m):
+                a = 0  # the unread cell of the smallest bound
+                for b in range(1, m):
+                    if bound[b] < bound[a]:
+                        a = b
+                if idx[q - 1] >= 0 and bound[a] > dist[q - 1] * (1.0 + PRUNE_SLACK):
+                    break  # this cell and every later one lie past the q-th
+                bound[a] = np.inf  # read
+                for s in range(cell_start[a], cell_start[a + 1]):
+                    j = cell_refs[s]
+                    _insert(dist, idx, _sq_distance(Y, i, R, j), j)
 
 
 @njit(parallel=True, cache=True)

@@ -63,7 +63,7 @@ from scipy.sparse.csgraph import connected_components
 
 from . import _config
 from ._validation import read_only
-from ._vote_kernels import nearest_references, probe_atoms, vote
+from ._vote_kernels import FEW_FEATURES, cell_radii, nearest_references, nearest_references_exact, probe_atoms, vote
 from .sources import random_rows
 from .spectral import gap_ratios
 
@@ -248,6 +248,24 @@ class LabelVote:
         Y = read_only(np.ascontiguousarray(Y))
         out = np.empty((Y.shape[0], n_neighbors or self.n_neighbors), dtype=np.int64)
         settled = np.empty(Y.shape[0], dtype=np.int64)
+        if self.exact and Y.shape[1] <= FEW_FEATURES:
+            # every reference a candidate, the cells that cannot hold one of
+            # the nearest unread: the same neighbours in a fraction of the reads
+            one = np.unique(self.labels) if settle else ()
+            settled[:] = one[0] if len(one) == 1 else -1
+            out[:] = -1
+            if len(one) != 1:
+                with _config.numba_threads(n_jobs):
+                    nearest_references_exact(
+                        Y,
+                        read_only(self.atoms),
+                        read_only(self.references),
+                        read_only(self.cell_start),
+                        read_only(self.cell_refs),
+                        read_only(self._cell_radii),  # read-only where joblib memory-maps it
+                        out,
+                    )
+            return out, settled
         if self.exact:
             # every reference a candidate: the same search with one cell that
             # holds them all (its products span all the references at once),
@@ -300,6 +318,14 @@ class LabelVote:
     @functools.cached_property
     def _largest_reference_sq_norm(self):
         return _largest_sq_norm(self.references)
+
+    @functools.cached_property
+    def _cell_radii(self):
+        """Per atom, the largest distance of its cell's references to it."""
+        radius = np.empty(self.atoms.shape[0])
+        with _config.numba_threads(None):
+            cell_radii(read_only(self.atoms), read_only(self.references), self.cell_start, self.cell_refs, radius)
+        return radius
 
     def predict(self, Y, n_jobs=None):
         """The label most of each row's ``n_neighbors`` nearest references hold.

@@ -14,7 +14,7 @@ from fastkds import (
     make_circles,
     make_moons,
 )
-from fastkds import _config, _naive
+from fastkds import _config, _naive, _vote_kernels
 from fastkds._validation import read_only
 from fastkds.datasets import make_curves
 from fastkds.label_vote import (
@@ -287,6 +287,58 @@ def test_an_exact_search_matches_the_oracle_at_any_dimension(n_features, offset,
     assert (vote.neighbours(Y, settle=True)[1] == -1).all()
     same = LabelVote(W, R, np.zeros(600, dtype=int), 7, 2, n_probe=W.shape[0])
     assert (same.neighbours(Y, settle=True)[1] == 0).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_features, scale, offset", [(1, 1.0, 0.0), (3, 1e-3, 0.0), (8, 1.0, 1e3), (32, 1e3, 0.0)])
+def test_the_exact_search_of_short_rows_reads_only_cells_that_can_hold_a_neighbour(n_features, scale, offset, dtype):
+    # search_pruned: the triangle inequality rules cells out; the neighbours
+    # are those of one cell that holds every reference (the search before
+    # it, matched to the oracle above; here ties of rounded rows at 1e-3 go
+    # as the kernels' sums round, not as NumPy's), duplicated rows, empty
+    # cells (atoms no reference is nearest to), points far from every cell
+    # and more neighbours than references included
+    n_refs = 500
+    rng = np.random.default_rng(4)
+    R = np.round(rng.normal(size=(500, n_features)) * 4) / 4 * scale + offset
+    R[250:300] = R[:50]
+    R = R.astype(dtype)
+    W = np.vstack([R[::25], R[:3] + dtype(50 * scale)])  # 3 atoms far from all
+    Y = np.vstack([R[::5], R[:40] + rng.normal(size=(40, n_features)).astype(dtype) * dtype(scale), R[:5] * dtype(30)])
+    for q in (1, 7, 600):
+        vote = LabelVote(W, R, rng.integers(0, 3, n_refs), q, 3, n_probe=W.shape[0])
+        assert vote.exact
+        found, _ = vote.neighbours(Y)
+        one_cell = np.empty_like(found)
+        _vote_kernels.nearest_references(
+            Y,
+            W[:1],
+            R,
+            np.array([0, n_refs], dtype=np.int64),
+            np.arange(n_refs, dtype=np.int64),
+            np.full(1, -1, dtype=np.int64),
+            np.zeros((Y.shape[0], 1), dtype=np.int64),
+            one_cell,
+            np.empty(Y.shape[0], dtype=np.int64),
+        )
+        np.testing.assert_array_equal(found, one_cell)
+        assert (found[:, 500:] == -1).all() and (found[:, :500] >= 0).all()
+
+
+def test_a_small_fit_labels_many_new_points_as_an_exact_vote_does():
+    # the fit's 2,000 points are every reference (an exact search); new
+    # points take the vote of their nearest among all of them
+    Y, _ = make_moons(6000, random_state=1)
+    model = KDSClustering(2, **PARAMS).fit(Y[:2000])
+    assert model.vote_.exact
+    new = Y[2000:]
+    expected = oracle_vote(
+        oracle_neighbours(new, model.vote_.atoms, model.vote_.references, model.vote_.n_neighbors, n_probe=24),
+        model.vote_.labels,
+        np.full(new.shape[0], -1),
+        2,
+    )
+    np.testing.assert_array_equal(model.predict(new), expected)
 
 
 def test_curves_the_screen_joined_are_told_apart():

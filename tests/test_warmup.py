@@ -107,6 +107,8 @@ ENTRY_POINTS = {
     "_vote_kernels.search_shared_reads": ("float32", "float64"),  # small cells
     "_vote_kernels.search_screened": ("float32", "float64"),
     "_vote_kernels.search_alone": ("float32", "float64"),
+    "_vote_kernels.search_pruned": ("float32", "float64"),  # an exact search, d <= FEW_FEATURES
+    "_vote_kernels.cell_radii": ("float32", "float64"),
     "_vote_kernels.vote": ("integers",),
     # a sample of rows (fastkds.sources.random_rows)
     "_kernels.first_distinct": ("integers",),
