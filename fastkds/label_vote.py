@@ -126,18 +126,19 @@ def probe_count(n_references, n_atoms, n_samples=None):
     Every cell (an exact search) where the screened search would read more
     than ``1 / VOTE_SCREEN_SAVING`` of the distances an exact one reads
     (:data:`fastkds._config.VOTE_SCREEN_SAVING`): on few references, or
-    on many small cells; but only where the references are every point the
-    fit labels. Where they are a sample, the other points are labelled by
-    the same search, and a screened one lets most of them skip it (those
-    whose probed cells hold one label), while an exact one reads every
-    reference for each: on 10^6 points with 24 atoms (2,400 references) it
-    took ten times the rest of the fit.
+    on many small cells. That is the search of the references themselves;
+    where they are a sample of the points a fit labels, the other points
+    are searched screened whatever the ratio: a screened search lets most of
+    them skip it (those whose probed cells hold one label), while an exact
+    one reads every reference for each (on 10^6 points with 24 atoms, 2,400
+    references, it took ten times the rest of the fit).
 
     Parameters
     ----------
     n_references, n_atoms : int
     n_samples : int or None, default=None
-        The points the fit labels (None: the references alone).
+        The points to be searched, of which the references are all or a
+        sample (None: the references alone).
 
     Returns
     -------
@@ -416,19 +417,32 @@ def fit_label_vote(
         and the references take their own graph's labels.
     n_samples : int or None
         The points the fit labels, of which the references are all or a
-        sample (None: all); chooses the search (:func:`probe_count`).
+        sample (None: all). The references' rounds search as
+        :func:`probe_count` chooses for them alone; the model then searches
+        as it chooses for ``n_samples`` points (screened where the
+        references are a sample).
 
     Returns
     -------
     model : LabelVote
     reference_labels : ndarray of int32
-        What ``model.predict(references)`` gives, found from the same search.
+        The references' labels by the vote of their rounds' search: what
+        ``model.predict(references)`` gives where they are every point.
     """
     n_neighbors = vote_reach(n_neighbors, references.shape[0], n_clusters)
-    n_probe = probe_count(references.shape[0], atoms.shape[0], n_samples)
+    n_probe = probe_count(references.shape[0], atoms.shape[0])
     # an exact search needs no ranking of the atoms: only each reference's cell
     probes = _probe(references, atoms, 1 if _every_cell(n_probe, atoms.shape[0]) else n_probe, n_jobs)
     model = LabelVote(atoms, references, labels, n_neighbors, n_clusters, cells=probes[:, 0], n_probe=n_probe)
+    reference_labels = _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_shows, n_jobs)
+    model.n_probe = probe_count(references.shape[0], atoms.shape[0], n_samples)
+    return model, reference_labels
+
+
+def _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_shows, n_jobs):
+    """The references' rounds of :func:`fit_label_vote` (or their graph's
+    labels), which leave their labels in ``model.labels``; returns each
+    reference's vote of its q nearest under them."""
     q = model.n_neighbors
     # Each reference's q + 1 nearest, itself among them: the first q are
     # predict's neighbours, the q others than itself its graph's edges and
@@ -451,7 +465,7 @@ def fit_label_vote(
             seed = 0 if rng is None else rng.randint(np.iinfo(np.int32).max)
             fine = _spectral_labels(graph, model.n_clusters, seed, n_init)
         model.labels = fine
-        return model, _vote(np.ascontiguousarray(nearest[:, :q]), fine, None, model.n_clusters, n_jobs)
+        return _vote(np.ascontiguousarray(nearest[:, :q]), fine, None, model.n_clusters, n_jobs)
     current = model.labels
     n_labels = np.unique(current).size
     for _ in range(_config.VOTE_MAX_ROUNDS):
@@ -465,7 +479,7 @@ def fit_label_vote(
     rows = np.flatnonzero(_mixed(probes, model))
     reference_labels = current.copy()
     reference_labels[rows] = _vote(np.ascontiguousarray(nearest[rows, :q]), current, None, model.n_clusters, n_jobs)
-    return model, reference_labels
+    return reference_labels
 
 
 def _pieces(model, nearest, probes, n_jobs):

@@ -245,7 +245,10 @@ def test_a_sample_of_references_is_searched_screened():
     assert probe_count(1_440, 80, n_samples=1_441) == 23  # the cells that hold 400 candidates
 
 
-def test_a_clusterer_searches_exactly_only_where_every_point_is_a_reference():
+def test_points_outside_a_sample_of_references_are_searched_screened():
+    # the references' own rounds search as probe_count chooses for them
+    # (here every reference); the model labels the fit's other points, and
+    # predicts, by the screened search
     Y, _ = make_moons(3000, random_state=0)
     every = KDSClustering(2, n_atoms=24, lam=5, n_iter=30, random_state=0).fit(Y[:2000])
     assert every.vote_.references.shape[0] == 2000 and every.vote_.exact
