@@ -35,6 +35,7 @@ from .._validation import (
     check_vote_neighbors,
 )
 from ..exceptions import warn
+from ..solvers import SufficientStatistics
 from ..sources import ChunkSource
 from ..spectral import ClusteringResults, cluster_codes
 from . import _saved
@@ -281,8 +282,19 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         components = np.vstack([kds.components_ for kds in estimators])
 
         codes = self._joint_codes(Y, estimators)
-        XtX = (codes.T @ codes).toarray()
-        s = np.asarray(codes.sum(axis=0)).ravel()
+        # X^T X and X^T 1 by the fit's own kernel (float64 sums, on every
+        # core), not scipy's sparse product (3.6 s against 0.27 s for the
+        # codes of 3 x 10^5 moons in five dictionaries)
+        stats = SufficientStatistics(components.shape[0], 0)
+        with _config.numba_threads(None):
+            stats.add_chunk(
+                codes.indptr.astype(np.int64),
+                codes.indices.astype(np.int32, copy=False),
+                codes.data,
+                np.empty((codes.shape[0], 0), dtype=codes.dtype),
+                np.zeros(codes.shape[0]),
+            )
+        XtX, s = stats.XtX, stats.s
         results = ClusteringResults(None, codes.shape[0], components.shape[0], codes.dtype)
         for start in range(0, codes.shape[0], _config.LABEL_CHUNK):
             rows = codes[start : start + _config.LABEL_CHUNK]
