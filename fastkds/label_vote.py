@@ -13,9 +13,12 @@ atoms, or of more where the cells hold fewer than
 :data:`fastkds._config.VOTE_REFERENCES_PER_ATOM` references on average
 (:func:`probe_count`; :mod:`fastkds._vote_kernels`). So a point costs a few
 hundred distances, whatever n, and the fit stays linear in n. Where that
-screen would save little (few references, or many small cells) and the
-references are every point, every reference is a candidate: an exact
-search (:attr:`LabelVote.exact`).
+screen would save little (few references, or many small cells), the
+references' own search reads every reference: an exact search
+(:attr:`LabelVote.exact`); so does every later search where the
+references are every point of the fit, while the other points of a fit
+whose references are a sample are searched screened (most of them settle
+without a search).
 
 Two steps (docs/algorithm.md, "The neighbours' vote"):
 
