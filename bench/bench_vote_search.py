@@ -22,6 +22,11 @@ The same neighbours each way. The pruned search pays most where a fit on a
 few thousand points then labels many new ones: n new moons points among
 3,000 references, against one cell and scikit-learn's k-d tree.
 
+Where the references are a sample (few atoms on many points: the paper's
+24 atoms, 2,400 references), the other points are labelled screened, most
+of them settling without a search, not exactly: n moons labelled both
+ways.
+
 With few features (the moons) the search sums every distance directly
 (``search_direct``); it is timed against scikit-learn's k-d tree, the
 exact search a user would reach for, on the same references: the fit's
@@ -219,6 +224,26 @@ def test_exact_search_of_new_points(benchmark, impl):
     record(benchmark, n, n_references=vote.references.shape[0], n_atoms=vote.atoms.shape[0])
     np.testing.assert_array_equal(vote.neighbours(Y, NEIGHBOURS)[0], one_cell_search(Y, vote))
     assert (found == KDTree(vote.references).query(Y, k=NEIGHBOURS)[1]).mean() > 0.999  # ties aside
+
+
+@pytest.mark.benchmark(group="vote labels, a sample of references")
+@pytest.mark.parametrize("impl", ["screened, settling", "exact"])
+def test_labels_of_a_sample_of_references(benchmark, impl):
+    from fastkds.label_vote import probe_count
+
+    n = min(bench_n(), 100_000)
+    points = moons_data(max(n, 10_000))[0]
+    R = np.ascontiguousarray(points[:2_400])
+    atoms = R[np.random.default_rng(1).choice(R.shape[0], 24, replace=False)]
+    labels = (R[:, 1] > 0.25).astype(np.int32)  # two labels, a boundary across the cells
+    n_probe = probe_count(2_400, 24, n_samples=n) if impl.startswith("screened") else 24
+    vote = LabelVote(atoms, R, labels, 10, 2, n_probe=n_probe)
+    Y = np.ascontiguousarray(points[:n])
+    vote.predict(Y[:8])  # compile
+    found = benchmark.pedantic(vote.predict, args=(Y,), rounds=3, iterations=1)
+    record(benchmark, n, n_probe=n_probe)
+    exact = LabelVote(atoms, R, labels, 10, 2, n_probe=24).predict(Y)
+    assert (found == exact).mean() > 0.99
 
 
 @functools.lru_cache(maxsize=1)
