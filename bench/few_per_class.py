@@ -33,7 +33,7 @@ from sklearn.preprocessing import normalize
 
 from fastkds import KDSClustering, clustering_accuracy
 from fastkds.datasets import find_data_dir, load_mnist, make_curves
-from real_data import NEIGHBOURS, _kmeans, _spectral, table_parser
+from real_data import _kmeans, spectral_best, table_parser
 
 
 def first_per_class(Y, y, per):
@@ -82,12 +82,7 @@ def main(argv=None):
                 secs.append(time.perf_counter() - t0)
                 accs.append(clustering_accuracy(y, model.labels_))
                 short += not model.spectrum_.shows(k)
-            spectral = []
-            for q in NEIGHBOURS:
-                t0 = time.perf_counter()
-                labels = _spectral(Y, k, q)
-                spectral.append((clustering_accuracy(y, labels), q, time.perf_counter() - t0))
-            best = max(spectral, key=lambda row: row[0])
+            best = spectral_best(Y, y, k)
             kmeans = clustering_accuracy(y, _kmeans(Y, k))
         print(
             f"| {title} | {Y.shape[0]} | {k} | {np.mean(accs):.4f} | {np.min(accs):.4f} | {short} of {args.seeds} "

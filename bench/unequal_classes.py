@@ -35,7 +35,7 @@ from sklearn.preprocessing import normalize
 
 from fastkds import KDSClustering, clustering_accuracy
 from fastkds.datasets import find_data_dir, load_mnist, make_moons
-from real_data import NEIGHBOURS, _kmeans, _spectral, table_parser
+from real_data import _kmeans, spectral_best, table_parser
 
 
 def first_of_each(Y, y, sizes):
@@ -93,7 +93,7 @@ def main(argv=None):
                     for seed in range(args.seeds)
                 ]
                 cells += [f"{np.mean(accs):.4f}", f"{np.min(accs):.4f}"]
-            best = max((clustering_accuracy(y, _spectral(Y, k, q)), q) for q in NEIGHBOURS)
+            best = spectral_best(Y, y, k)
             kmeans = clustering_accuracy(y, _kmeans(Y, k))
         print(
             f"| {title} | {Y.shape[0]} | {k} | {sizes.max()} / {sizes.min()} | {' | '.join(cells)} "

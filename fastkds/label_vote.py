@@ -252,13 +252,18 @@ class LabelVote:
         Y = read_only(np.ascontiguousarray(Y))
         out = np.empty((Y.shape[0], n_neighbors or self.n_neighbors), dtype=np.int64)
         settled = np.empty(Y.shape[0], dtype=np.int64)
-        if self.exact and Y.shape[1] <= FEW_FEATURES:
-            # every reference a candidate, the cells that cannot hold one of
-            # the nearest unread: the same neighbours in a fraction of the reads
+        if self.exact:
+            # every reference a candidate: where they all hold one label,
+            # every point settles on it
             one = np.unique(self.labels) if settle else ()
-            settled[:] = one[0] if len(one) == 1 else -1
-            out[:] = -1
-            if len(one) != 1:
+            if len(one) == 1:
+                settled[:] = one[0]
+                out[:] = -1
+                return out, settled
+            if Y.shape[1] <= FEW_FEATURES:
+                # the cells that cannot hold one of the nearest go unread:
+                # the same neighbours in a fraction of the reads
+                settled[:] = -1
                 with _config.numba_threads(n_jobs):
                     nearest_references_exact(
                         Y,
@@ -269,17 +274,14 @@ class LabelVote:
                         read_only(self._cell_radii),  # read-only where joblib memory-maps it
                         out,
                     )
-            return out, settled
-        if self.exact:
-            # every reference a candidate: the same search with one cell that
-            # holds them all (its products span all the references at once),
-            # and no atoms to rank
+                return out, settled
+            # longer rows: one cell that holds them all (its products span
+            # all the references at once), and no atoms to rank
             n_refs = self.references.shape[0]
             atoms, cell_start = self.atoms[:1], np.array([0, n_refs], dtype=np.int64)
             cell_refs = np.arange(n_refs, dtype=np.int64)
             probes = np.zeros((Y.shape[0], 1), dtype=np.int64)
-            one = np.unique(self.labels) if settle else ()
-            cell_label = np.array([one[0] if len(one) == 1 else -1], dtype=np.int64)
+            cell_label = np.full(1, -1, dtype=np.int64)
         else:
             atoms, cell_start, cell_refs = self.atoms, self.cell_start, self.cell_refs
             probes = _probe(Y, self.atoms, self.n_probe, n_jobs) if probes is None else probes
