@@ -1,13 +1,17 @@
 """Clustering noisy moons: KDSClustering over n, beside scikit-learn's KMeans
-and SpectralClustering (nearest-neighbours graph) in the same run."""
+and SpectralClustering (nearest-neighbours graph) in the same run; and the
+k-means of the clusterers' last step (``fastkds.spectral.fit_kmeans``: its
+restarts on a sample) beside scikit-learn's restarts on every row."""
 
 import warnings
 
+import numpy as np
 import pytest
 from sklearn.cluster import KMeans, SpectralClustering
 
 from conftest import MOONS, MOONS_ENCODER, SPECTRAL_MAX_N, moons_atoms, moons_data, record, skip_above
-from fastkds import KDSClustering, clustering_accuracy
+from fastkds import KDSClustering, _config, clustering_accuracy
+from fastkds.spectral import fit_kmeans, normalize_rows
 
 
 def _quiet(fn):
@@ -49,3 +53,26 @@ def test_sklearn_spectral_nearest_neighbors(benchmark, n):
         iterations=1,
     )
     record(benchmark, n, accuracy=clustering_accuracy(labels, model.labels_))
+
+
+def _embedded_rows(n, k=20, seed=0):
+    """Rows like a row-normalised embedding of k clusters (2k columns, as
+    the diffusion embedding's), as many as k-means is fitted on."""
+    rng = np.random.default_rng(seed)
+    centres = normalize_rows(rng.normal(size=(k, 2 * k)))
+    truth = rng.integers(0, k, min(n, _config.KMEANS_SAMPLE))
+    return normalize_rows(centres[truth] + 0.1 * rng.normal(size=(truth.size, 2 * k))), truth
+
+
+@pytest.mark.benchmark(group="kmeans of the embedding")
+def test_fit_kmeans(benchmark, n):
+    rows, truth = _embedded_rows(n)
+    model = benchmark.pedantic(lambda: fit_kmeans(rows, 20, 10, 0), rounds=3, warmup_rounds=1)
+    record(benchmark, rows.shape[0], inertia=model.inertia_, accuracy=clustering_accuracy(truth, model.labels_))
+
+
+@pytest.mark.benchmark(group="kmeans of the embedding")
+def test_sklearn_kmeans_restarts_on_every_row(benchmark, n):
+    rows, truth = _embedded_rows(n)
+    model = benchmark.pedantic(lambda: KMeans(20, n_init=10, random_state=0).fit(rows), rounds=3, warmup_rounds=1)
+    record(benchmark, rows.shape[0], inertia=model.inertia_, accuracy=clustering_accuracy(truth, model.labels_))

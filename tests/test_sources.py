@@ -284,6 +284,64 @@ def test_kmeans_on_a_sample_labels_like_full_kmeans(monkeypatch):
     assert clustering_accuracy(truth, sampled.labels) == 1.0
 
 
+def _tight_blobs(n, k, seed):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(k, 6))
+    truth = rng.integers(0, k, n)
+    return centres[truth] + 0.05 * rng.normal(size=(n, 6)), truth
+
+
+def test_kmeans_restarts_on_a_sample_refine_on_every_row(monkeypatch):
+    # past the restart sample the n_init restarts run on a sample of the
+    # rows and one Lloyd run on all of them refines the best: the same
+    # clusters as restarts on every row, a model fitted on every row
+    from sklearn.cluster import KMeans
+
+    from fastkds.spectral import fit_kmeans
+
+    rows, truth = _tight_blobs(3000, 5, 0)
+    plain = KMeans(5, n_init=4, random_state=7).fit(rows)
+    monkeypatch.setattr(_config, "KMEANS_RESTART_MIN", 400)
+    monkeypatch.setattr(_config, "KMEANS_RESTART_PER_CLUSTER", 10)
+    kmeans = fit_kmeans(rows, 5, 4, 7)
+    assert isinstance(kmeans.init, np.ndarray) and kmeans.init.shape == (5, 6) and kmeans.n_init == 1
+    assert kmeans.labels_.shape == (3000,)
+    assert clustering_accuracy(truth, kmeans.labels_) == 1.0
+    np.testing.assert_allclose(kmeans.inertia_, plain.inertia_, rtol=1e-9)
+    # 500 per cluster asked for: more than the rows, so restarts on all of them
+    monkeypatch.setattr(_config, "KMEANS_RESTART_PER_CLUSTER", 1000)
+    again = fit_kmeans(rows, 5, 4, 7)
+    np.testing.assert_array_equal(again.labels_, plain.labels_)
+    np.testing.assert_array_equal(again.cluster_centers_, plain.cluster_centers_)
+
+
+def test_kmeans_below_the_restart_sample_is_scikit_learns():
+    from sklearn.cluster import KMeans
+
+    from fastkds.spectral import fit_kmeans
+
+    rows, _ = _tight_blobs(2000, 3, 1)
+    for n_init in (1, 3):
+        ours = fit_kmeans(rows, 3, n_init, 11)
+        theirs = KMeans(3, n_init=n_init, random_state=11).fit(rows)
+        np.testing.assert_array_equal(ours.cluster_centers_, theirs.cluster_centers_)
+        assert ours.get_params() == theirs.get_params()
+
+
+def test_a_model_whose_kmeans_restarted_on_a_sample_saves_and_loads(tmp_path, monkeypatch):
+    from fastkds import load
+
+    monkeypatch.setattr(_config, "KMEANS_RESTART_MIN", 300)
+    monkeypatch.setattr(_config, "KMEANS_RESTART_PER_CLUSTER", 10)
+    Y, y = make_moons(2000, random_state=3)
+    model = KDSClustering(2, **PARAMS).fit(Y)
+    assert isinstance(model.kmeans_.init, np.ndarray)
+    model.save(tmp_path / "m")
+    back = load(tmp_path / "m")
+    np.testing.assert_array_equal(back.kmeans_.init, model.kmeans_.init)
+    np.testing.assert_array_equal(back.predict(Y[:300]), model.predict(Y[:300]))
+
+
 def test_normalize_rows_in_place():
     from fastkds.spectral import normalize_rows
 

@@ -85,7 +85,9 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         which matters on small data only. 0 gives the plain embedding of the
         paper (docs/algorithm.md, "Clustering").
     n_init : int, default=10
-        k-means restarts.
+        k-means restarts; on more than 10,000 embedded points (500 per
+        cluster where that is more) they run on a sample of that many, and
+        one run on all of them refines the best (``fastkds.spectral.fit_kmeans``).
     max_clusters : int, default=20
         Largest number of clusters ``"auto"`` may choose (never more than
         the points).
@@ -155,7 +157,9 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
     kmeans_ : sklearn.cluster.KMeans
         Fitted on the embedding, or on a random sample of 200,000 of its rows
         when there are more (``fastkds._config.KMEANS_SAMPLE``); every
-        point is then labelled by its nearest centre (before the vote).
+        point is then labelled by its nearest centre (before the vote). Its
+        ``init`` holds the centres the restarts found where they ran on a
+        sample (see ``n_init``).
     vote_ : fastkds.label_vote.LabelVote or None
         The neighbours' vote: its reference points and their labels (None
         with ``vote_neighbors=None``).

@@ -122,7 +122,9 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         the joint code graph spread over less than this fraction of the
         points (and fewer than 5 points) do not count as clusters.
     n_init : int, default=10
-        k-means restarts.
+        k-means restarts; on more than 10,000 embedded points (500 per
+        cluster where that is more) they run on a sample of that many, and
+        one run on all of them refines the best (``fastkds.spectral.fit_kmeans``).
     max_clusters : int, default=20
         Largest number of clusters ``"auto"`` may choose (never more than
         the points).
