@@ -62,10 +62,10 @@ KMEANS_SAMPLE = 200_000
 #: ``max(KMEANS_RESTART_MIN, KMEANS_RESTART_PER_CLUSTER * k)``, its
 #: ``n_init`` restarts run on a sample of that many and one Lloyd run on
 #: all of them refines the best (:func:`fastkds.spectral.fit_kmeans`):
-#: restarts guard against a poor seeding, which a few hundred points a
+#: restarts guard against a poor seeding, which a hundred points a
 #: cluster already expose, and each costs as much as the final run.
 KMEANS_RESTART_MIN = 10_000
-KMEANS_RESTART_PER_CLUSTER = 500
+KMEANS_RESTART_PER_CLUSTER = 100
 
 #: The neighbours' vote of the clusterers (``vote_neighbors``;
 #: :mod:`fastkds.label_vote`): references per atom (every point up to that

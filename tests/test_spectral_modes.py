@@ -179,3 +179,43 @@ def test_a_component_of_a_few_points_is_an_outlier_on_small_data_too():
     assert BipartiteSpectrum(X.T @ X, s, min_component=0.0, embedding="leading").n_outlier_atoms == 0
     spec = BipartiteSpectrum(X.T @ X, s, min_component=0.01, embedding="leading")
     assert spec.n_outlier_atoms == 1 and not spec.used[-1]
+
+
+def test_clusters_of_an_even_split_past_fifty_are_not_outliers():
+    # 120 clusters, each a component of the code graph over two atoms of
+    # its own: ten of 60 points (1.2%) and 110 of 40 (0.8%, below the
+    # default 1%, so each of those was an outlier, joined to a large one);
+    # half an even split is the bound past 50 clusters
+    from fastkds import _config
+    from fastkds.spectral import cluster_codes, outlier_share
+
+    k = 120
+    sizes = np.r_[np.full(10, 60), np.full(k - 10, 40)]
+    rng = np.random.default_rng(0)
+    X = np.zeros((sizes.sum(), 2 * k))
+    starts = np.r_[0, np.cumsum(sizes)]
+    for c in range(k):
+        X[starts[c] : starts[c + 1], 2 * c : 2 * c + 2] = rng.dirichlet(np.ones(2), sizes[c])
+    truth = np.repeat(np.arange(k), sizes)
+    s = X.sum(axis=0)
+    assert BipartiteSpectrum(X.T @ X, s, min_component=0.01).n_outlier_atoms == 2 * (k - 10)
+    assert outlier_share(0.01, k) == pytest.approx(0.5 / k) and outlier_share(0.01, 10) == 0.01
+    assert outlier_share(0.01, None) == 0.01
+
+    class Results:  # the codes' embedding, as ClusteringResults gives it
+        n = X.shape[0]
+
+        def embed(self, projection, sample):
+            self.rows = normalize_rows(X @ projection)
+            return self.rows[sample]
+
+        def label(self, kmeans):
+            self.labels = kmeans.predict(self.rows)
+
+    results = Results()
+    with _config.single_thread_blas():
+        spectrum, n_clusters, _ = cluster_codes(
+            X.T @ X, s, np.eye(2 * k), results, np.random.RandomState(0), (k, 3, 0.01, 20, "leading")
+        )
+    assert spectrum.n_outlier_atoms == 0 and n_clusters == k
+    assert clustering_accuracy(truth, results.labels) == 1.0

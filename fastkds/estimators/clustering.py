@@ -82,10 +82,12 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         which extends to the next spread ones (the localised columns stay:
         see ``fastkds.spectral.BipartiteSpectrum.n_columns``). Either
         threshold is at least 5 points (``fastkds.spectral.MIN_CLUSTER_POINTS``),
-        which matters on small data only. 0 gives the plain embedding of the
-        paper (docs/algorithm.md, "Clustering").
+        which matters on small data only, and at most half an even split,
+        ``1 / (2 n_clusters)`` of the points, which matters past 50 clusters
+        (``fastkds.spectral.outlier_share``). 0 gives the plain embedding of
+        the paper (docs/algorithm.md, "Clustering").
     n_init : int, default=10
-        k-means restarts; on more than 10,000 embedded points (500 per
+        k-means restarts; on more than 10,000 embedded points (100 per
         cluster where that is more) they run on a sample of that many, and
         one run on all of them refines the best (``fastkds.spectral.fit_kmeans``).
     max_clusters : int, default=20

@@ -120,9 +120,10 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
     min_component : float, default=0.01
         As in :class:`~fastkds.KDSClustering`: components and eigenvectors of
         the joint code graph spread over less than this fraction of the
-        points (and fewer than 5 points) do not count as clusters.
+        points (and fewer than 5 points; at most half an even split, past
+        50 clusters) do not count as clusters.
     n_init : int, default=10
-        k-means restarts; on more than 10,000 embedded points (500 per
+        k-means restarts; on more than 10,000 embedded points (100 per
         cluster where that is more) they run on a sample of that many, and
         one run on all of them refines the best (``fastkds.spectral.fit_kmeans``).
     max_clusters : int, default=20
