@@ -360,3 +360,24 @@ def test_nan_in_a_presampled_row_names_the_data_row(tmp_path):
     np.save(path, Y)
     with pytest.raises(ValueError, match="row 54321"):
         KDS(8, lam=5.0, n_iter=5, max_epochs=2, presample=99_999, random_state=0).fit(str(path))
+
+
+@pytest.mark.parametrize("model", [KDSClustering, KDSEnsembleClustering])
+def test_the_vote_clusters_its_references_with_the_models_restarts(model, monkeypatch):
+    # where k-means restarted on a sample, kmeans_ ran once from the best
+    # restart: the references' own spectral clustering still gets n_init
+    import fastkds.estimators._base as base
+
+    seen = []
+    fit_label_vote = base.fit_label_vote
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["n_init"])
+        return fit_label_vote(*args, **kwargs)
+
+    monkeypatch.setattr(base, "fit_label_vote", spy)
+    monkeypatch.setattr(_config, "KMEANS_RESTART_MIN", 300)
+    monkeypatch.setattr(_config, "KMEANS_RESTART_PER_CLUSTER", 10)
+    Y, _ = make_moons(1500, random_state=0)
+    fitted = model(2, n_init=7, random_state=0).fit(Y)
+    assert fitted.kmeans_.n_init == 1 and seen == [7]

@@ -227,7 +227,9 @@ def take_rows(Y, indices):
     return Y.take(indices) if isinstance(Y, ChunkSource) else Y[indices]
 
 
-def fit_vote(results, Y, atoms, kmeans, embed, n_neighbors, n_clusters, rng, n_jobs, device="cpu", spectrum=None):
+def fit_vote(
+    results, Y, atoms, kmeans, embed, n_neighbors, n_clusters, rng, n_jobs, n_init, device="cpu", spectrum=None
+):
     """The neighbours' vote of a clusterer's fit (:mod:`fastkds.label_vote`):
     fit it, and write every point's label into ``results``.
 
@@ -249,6 +251,10 @@ def fit_vote(results, Y, atoms, kmeans, embed, n_neighbors, n_clusters, rng, n_j
     rng : numpy.random.RandomState
         Draws the references where they are a sample.
     n_jobs : int or None
+    n_init : int
+        The clusterer's k-means restarts, for the references' own spectral
+        clustering where they need one (``kmeans`` may have run one, from
+        restarts on a sample: :func:`fastkds.spectral.fit_kmeans`).
     device : {"cpu", "cuda", "auto"}, default="cpu"
         Where the points not among the references are labelled (see
         :func:`vote_labeller`).
@@ -275,7 +281,7 @@ def fit_vote(results, Y, atoms, kmeans, embed, n_neighbors, n_clusters, rng, n_j
         n_clusters,
         n_jobs,
         rng=rng,
-        n_init=kmeans.n_init,
+        n_init=n_init,
         code_gap_ratio=None if spectrum is None else spectrum.gap_ratio(n_clusters),
         code_graph_shows=spectrum is None or spectrum.shows(n_clusters),
         n_samples=Y.shape[0],

@@ -351,6 +351,7 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
                     n_clusters,
                     rng,
                     n_jobs,
+                    params[1],
                     self.device,
                     spectrum=spectrum,
                 )

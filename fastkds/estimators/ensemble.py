@@ -314,7 +314,17 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
                 return _embedding(spectrum, self._joint_codes(rows, estimators), n_clusters)
 
             label_vote = fit_vote(
-                results, Y, components, kmeans, embed, vote_neighbors, n_clusters, rng, None, spectrum=spectrum
+                results,
+                Y,
+                components,
+                kmeans,
+                embed,
+                vote_neighbors,
+                n_clusters,
+                rng,
+                None,
+                spectral_params[1],
+                spectrum=spectrum,
             )
         labels, embedding = results.commit()
         kmeans.labels_ = labels  # all points', as after KDSClustering.fit
