@@ -366,7 +366,7 @@ def outlier_share(min_component, n_clusters):
     as given). Past 50 clusters an even split holds less than 1% of the
     points each, and the default 1% would call the clusters themselves
     outliers (10^5 points in 100 blobs: 291 of 400 atoms left out, accuracy
-    0.59; docs/experiments.md, "Many clusters")."""
+    0.55; docs/experiments.md, "Many clusters")."""
     return min_component if n_clusters is None else min(min_component, 0.5 / n_clusters)
 
 

@@ -308,7 +308,7 @@ def test_kmeans_restarts_on_a_sample_refine_on_every_row(monkeypatch):
     assert kmeans.labels_.shape == (3000,)
     assert clustering_accuracy(truth, kmeans.labels_) == 1.0
     np.testing.assert_allclose(kmeans.inertia_, plain.inertia_, rtol=1e-9)
-    # 500 per cluster asked for: more than the rows, so restarts on all of them
+    # 1,000 a cluster asked for: more than the rows, so the restarts run on all of them
     monkeypatch.setattr(_config, "KMEANS_RESTART_PER_CLUSTER", 1000)
     again = fit_kmeans(rows, 5, 4, 7)
     np.testing.assert_array_equal(again.labels_, plain.labels_)
@@ -333,7 +333,7 @@ def test_a_model_whose_kmeans_restarted_on_a_sample_saves_and_loads(tmp_path, mo
 
     monkeypatch.setattr(_config, "KMEANS_RESTART_MIN", 300)
     monkeypatch.setattr(_config, "KMEANS_RESTART_PER_CLUSTER", 10)
-    Y, y = make_moons(2000, random_state=3)
+    Y, _ = make_moons(2000, random_state=3)
     model = KDSClustering(2, **PARAMS).fit(Y)
     assert isinstance(model.kmeans_.init, np.ndarray)
     model.save(tmp_path / "m")

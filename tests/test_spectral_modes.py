@@ -186,7 +186,6 @@ def test_clusters_of_an_even_split_past_fifty_are_not_outliers():
     # its own: ten of 60 points (1.2%) and 110 of 40 (0.8%, below the
     # default 1%, so each of those was an outlier, joined to a large one);
     # half an even split is the bound past 50 clusters
-    from fastkds import _config
     from fastkds.spectral import cluster_codes, outlier_share
 
     k = 120
@@ -213,9 +212,8 @@ def test_clusters_of_an_even_split_past_fifty_are_not_outliers():
             self.labels = kmeans.predict(self.rows)
 
     results = Results()
-    with _config.single_thread_blas():
-        spectrum, n_clusters, _ = cluster_codes(
-            X.T @ X, s, np.eye(2 * k), results, np.random.RandomState(0), (k, 3, 0.01, 20, "leading")
-        )
+    spectrum, n_clusters, _ = cluster_codes(
+        X.T @ X, s, np.eye(2 * k), results, np.random.RandomState(0), (k, 3, 0.01, 20, "leading")
+    )
     assert spectrum.n_outlier_atoms == 0 and n_clusters == k
     assert clustering_accuracy(truth, results.labels) == 1.0
