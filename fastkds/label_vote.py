@@ -68,7 +68,7 @@ from . import _config
 from ._validation import read_only
 from ._vote_kernels import FEW_FEATURES, cell_radii, nearest_references, nearest_references_exact, probe_atoms, vote
 from .sources import random_rows
-from .spectral import gap_ratios
+from .spectral import fit_kmeans, gap_ratios
 
 
 def reference_rows(n_samples, n_atoms, rng):
@@ -583,14 +583,15 @@ def _affinity(graph):
 def _spectral_labels(graph, n_clusters, seed, n_init):
     """SpectralClustering's labels of the references' graph: k-means of its
     normalised Laplacian's first ``n_clusters`` eigenvectors, the graph made
-    symmetric by :func:`_affinity`."""
-    from sklearn.cluster import KMeans
+    symmetric by :func:`_affinity`; the k-means restarts on a sample where
+    the references are many, as the clusterers' own
+    (:func:`fastkds.spectral.fit_kmeans`)."""
     from sklearn.manifold import spectral_embedding
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "Graph is not fully connected": we know
         embedding = spectral_embedding(_affinity(graph), n_components=n_clusters, random_state=seed, drop_first=False)
-    return KMeans(n_clusters, n_init=n_init, random_state=seed).fit_predict(embedding).astype(np.int32)
+    return fit_kmeans(embedding, n_clusters, n_init, seed).labels_.astype(np.int32)
 
 
 def _mixed(probes, model):

@@ -669,3 +669,31 @@ def test_a_vote_that_outvotes_a_cluster_says_so(cls):
         warnings.simplefilter("error", FewerClustersWarning)
         labels = cls(2, embedding="leading", random_state=0).fit(X).labels_
     assert sorted(np.bincount(labels)) == [8, 92]
+
+
+def test_the_references_spectral_clustering_restarts_on_a_sample_where_they_are_many(monkeypatch):
+    # three rings of 400 points joined into a chain by two edges: one piece
+    # whose spectral clustering, with its k-means restarts on a sample of
+    # 300 of the 1,200 rows, still finds the rings
+    from sklearn.cluster import KMeans
+
+    from fastkds.label_vote import _spectral_labels
+
+    calls = []
+
+    class Counting(KMeans):
+        def fit(self, X, y=None, sample_weight=None):
+            calls.append(X.shape[0])
+            return super().fit(X, y, sample_weight)
+
+    ring = np.arange(400)
+    tails = np.concatenate([400 * c + ring for c in range(3)] + [[399, 799]])
+    heads = np.concatenate([400 * c + (ring + 1) % 400 for c in range(3)] + [[400, 800]])
+    graph = _neighbour_graph(np.full((1200, 1), -1))
+    graph = graph + type(graph)((np.ones(tails.size), (tails, heads)), shape=(1200, 1200))
+    monkeypatch.setattr(_config, "KMEANS_RESTART_MIN", 300)
+    monkeypatch.setattr(_config, "KMEANS_RESTART_PER_CLUSTER", 10)
+    monkeypatch.setattr("sklearn.cluster.KMeans", Counting)
+    labels = _spectral_labels(graph, 3, 0, 4)
+    assert calls == [300, 1200]
+    assert clustering_accuracy(np.repeat([0, 1, 2], 400), labels) == 1.0
