@@ -23,9 +23,20 @@ without a search).
 Two steps (docs/algorithm.md, "The neighbours' vote"):
 
 1. :func:`fit_label_vote`: the references start from the labels of the
-   code graph's k-means and vote among themselves, each counting the
-   labels of its q nearest other references and half a vote for its own,
-   until no label changes (at most :data:`fastkds._config.VOTE_MAX_ROUNDS`
+   code graph's k-means. Where the graph joining each reference to its q
+   nearest others holds fewer than ``n_clusters`` pieces but a narrower
+   one (each joined to its q' < q nearest, the most at which it does:
+   :func:`_finer_pieces`) falls into exactly ``n_clusters`` pieces, each
+   larger than q and than the spectral step's outliers, and those pieces
+   cut the q-graph less than the k-means labels do (a smaller normalised
+   cut, :func:`normalised_cut`), the pieces are the labels: clusters apart
+   at the points' finest reach and joined at q by a few bridges (the two
+   faces of Yale B: their 2-NN graph holds the two subjects, 64 images
+   each, while about a tenth of the 10-NN graph's edges join them). The
+   cut keeps a narrow graph from splitting a cluster at a thin place
+   (noisy moons whose 4-NN graph parts 445 points from 555). Otherwise
+   they vote among themselves, each counting the labels of its q nearest
+   other references and half a vote for its own, until no label changes (at most :data:`fastkds._config.VOTE_MAX_ROUNDS`
    rounds), or until a round would leave fewer labels than it found (the
    rounds move boundaries; a cluster of fewer points than q would
    otherwise be voted away a layer a round); a reference whose probed
@@ -68,7 +79,7 @@ from . import _config
 from ._validation import read_only
 from ._vote_kernels import FEW_FEATURES, cell_radii, nearest_references, nearest_references_exact, probe_atoms, vote
 from .sources import random_rows
-from .spectral import fit_kmeans, gap_ratios
+from .spectral import fit_kmeans, gap_ratios, min_points, outlier_share
 
 
 def reference_rows(n_samples, n_atoms, rng):
@@ -391,6 +402,7 @@ def fit_label_vote(
     code_gap_ratio=None,
     code_graph_shows=True,
     n_samples=None,
+    min_component=0.0,
 ):
     """The references' labels after their own vote (step 1 of the module's
     description), as a :class:`LabelVote` that labels any point.
@@ -426,6 +438,11 @@ def fit_label_vote(
         :func:`probe_count` chooses for them alone; the model then searches
         as it chooses for ``n_samples`` points (screened where the
         references are a sample).
+    min_component : float, default=0.0
+        The clusterer's: a piece of a narrower graph holding fewer
+        references than :func:`fastkds.spectral.outlier_share` of them
+        (and than :data:`fastkds.spectral.MIN_CLUSTER_POINTS`), or no more
+        than q, is no cluster (:func:`_finer_pieces`).
 
     Returns
     -------
@@ -439,21 +456,30 @@ def fit_label_vote(
     # an exact search needs no ranking of the atoms: only each reference's cell
     probes = _probe(references, atoms, 1 if _every_cell(n_probe, atoms.shape[0]) else n_probe, n_jobs)
     model = LabelVote(atoms, references, labels, n_neighbors, n_clusters, cells=probes[:, 0], n_probe=n_probe)
-    reference_labels = _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_shows, n_jobs)
+    # a piece of q references or fewer is no cluster at q: its points' q
+    # nearest reach outside it whatever the data
+    least = max(min_points(outlier_share(min_component, n_clusters), references.shape[0]), n_neighbors + 1)
+    reference_labels = _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_shows, least, n_jobs)
     model.n_probe = probe_count(references.shape[0], atoms.shape[0], n_samples)
     return model, reference_labels
 
 
-def _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_shows, n_jobs):
+def _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_shows, least, n_jobs):
     """The references' rounds of :func:`fit_label_vote` (or their graph's
     labels), which leave their labels in ``model.labels``; returns each
-    reference's vote of its q nearest under them."""
+    reference's vote of its q nearest under them. ``least``: the fewest
+    references of a narrower graph's piece (:func:`_finer_pieces`)."""
     q = model.n_neighbors
     # Each reference's q + 1 nearest, itself among them: the first q are
     # predict's neighbours, the q others than itself its graph's edges and
     # its voters in the rounds.
     nearest, _ = model.neighbours(model.references, n_neighbors=q + 1, n_jobs=n_jobs, probes=probes)
     graph, n_pieces, piece = _pieces(model, nearest, probes, n_jobs)
+    finer = _finer_pieces(nearest, model.n_clusters, least) if n_pieces < model.n_clusters else None
+    if finer is not None:
+        affinity = _affinity(graph)
+        if normalised_cut(affinity, finer) < normalised_cut(affinity, model.labels):
+            return _take_labels(model, finer, nearest, n_jobs)
     # the k-means labels join pieces, and so do the atoms' cells: atoms too
     # coarse for the gap (where every cell lies in one piece, the atoms part
     # the pieces, and a label across them is the code graph's own choice)
@@ -469,8 +495,7 @@ def _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_s
         else:
             seed = 0 if rng is None else rng.randint(np.iinfo(np.int32).max)
             fine = _spectral_labels(graph, model.n_clusters, seed, n_init)
-        model.labels = fine
-        return _vote(np.ascontiguousarray(nearest[:, :q]), fine, None, model.n_clusters, n_jobs)
+        return _take_labels(model, fine, nearest, n_jobs)
     current = model.labels
     n_labels = np.unique(current).size
     for _ in range(_config.VOTE_MAX_ROUNDS):
@@ -485,6 +510,59 @@ def _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_s
     reference_labels = current.copy()
     reference_labels[rows] = _vote(np.ascontiguousarray(nearest[rows, :q]), current, None, model.n_clusters, n_jobs)
     return reference_labels
+
+
+def _take_labels(model, labels, nearest, n_jobs):
+    """The references take ``labels`` (their graph's) without rounds;
+    returns each one's vote of its q nearest (``nearest``'s first q
+    columns) under them."""
+    model.labels = labels
+    return _vote(np.ascontiguousarray(nearest[:, : model.n_neighbors]), labels, None, model.n_clusters, n_jobs)
+
+
+def _finer_pieces(nearest, n_clusters, least):
+    """The pieces of the references' graph at the most neighbours below q
+    at which it falls into exactly ``n_clusters`` pieces, each of at least
+    ``least`` references, as int32 labels; None where there is none.
+
+    ``nearest`` holds each reference's q + 1 nearest, itself first. Fewer
+    neighbours only split pieces, so the narrower graphs' pieces refine the
+    wider ones': the search ends at the first graph of ``n_clusters``
+    pieces or more, and a smaller piece there stays one further down.
+    """
+    for width in range(nearest.shape[1] - 1, 1, -1):  # q - 1 neighbours down to 1
+        n_pieces, piece = connected_components(_neighbour_graph(nearest[:, :width]), directed=False)
+        if n_pieces < n_clusters:
+            continue
+        if n_pieces == n_clusters and np.bincount(piece).min() >= least:
+            return piece.astype(np.int32)
+        return None
+    return None
+
+
+def normalised_cut(affinity, labels):
+    """Shi and Malik's normalised cut of the partition ``labels`` of a
+    symmetric ``affinity`` (sparse): over the labels, the weight of the
+    edges that leave a label's points over the weight of all edges at them
+    (its volume). The smaller, the fewer and weaker the edges between labels.
+
+    Parameters
+    ----------
+    affinity : scipy.sparse matrix of shape (n, n)
+    labels : ndarray of int, shape (n,)
+
+    Returns
+    -------
+    float
+    """
+    edges = affinity.tocoo()
+    tail, head = labels[edges.row], labels[edges.col]
+    n_labels = int(labels.max()) + 1
+    volume = np.bincount(tail, weights=edges.data, minlength=n_labels)
+    leaving = tail != head
+    cut = np.bincount(tail[leaving], weights=edges.data[leaving], minlength=n_labels)
+    held = volume > 0
+    return float((cut[held] / volume[held]).sum())
 
 
 def _pieces(model, nearest, probes, n_jobs):

@@ -131,7 +131,7 @@ class BipartiteSpectrum:
         self.spread = np.ones(order.size, dtype=bool)
         if min_component > 0:
             # the degrees of the kept atoms sum to the points in the eigenproblem
-            spread = mode_sizes(self.eigenvectors, s[self.used]) >= _min_points(min_component, s[self.used].sum())
+            spread = mode_sizes(self.eigenvectors, s[self.used]) >= min_points(min_component, s[self.used].sum())
             if spread.any():  # nothing spread: every mode counts
                 self.spread = spread
 
@@ -182,7 +182,7 @@ class BipartiteSpectrum:
         if n_comp == 1:
             return outliers
         mass = np.bincount(label, weights=s[used], minlength=n_comp)
-        small = mass < _min_points(min_component, s.sum())
+        small = mass < min_points(min_component, s.sum())
         if small.all():  # nothing large: keep everything
             return outliers
         outliers[used[small[label]]] = True
@@ -370,8 +370,9 @@ def outlier_share(min_component, n_clusters):
     return min_component if n_clusters is None else min(min_component, 0.5 / n_clusters)
 
 
-def _min_points(min_component, n_points):
-    """Fewest points of a cluster: the fraction ``min_component`` of them, at least ``MIN_CLUSTER_POINTS``."""
+def min_points(min_component, n_points):
+    """Fewest points of a cluster: the fraction ``min_component`` of
+    ``n_points``, at least ``MIN_CLUSTER_POINTS``."""
     return max(min_component * n_points, MIN_CLUSTER_POINTS)
 
 

@@ -697,3 +697,67 @@ def test_the_references_spectral_clustering_restarts_on_a_sample_where_they_are_
     labels = _spectral_labels(graph, 3, 0, 4)
     assert calls == [300, 1200]
     assert clustering_accuracy(np.repeat([0, 1, 2], 400), labels) == 1.0
+
+
+def test_normalised_cut_against_a_dense_oracle():
+    from scipy import sparse
+
+    from fastkds.label_vote import normalised_cut
+
+    rng = np.random.default_rng(0)
+    A = rng.uniform(size=(40, 40)) * (rng.uniform(size=(40, 40)) < 0.2)
+    A = A + A.T
+    labels = rng.integers(0, 3, size=40)
+    expected = sum(A[labels == c][:, labels != c].sum() / A[labels == c].sum() for c in range(3))
+    assert normalised_cut(sparse.csr_matrix(A), labels) == pytest.approx(expected)
+    # two blocks with no edge between them: a cut of nothing
+    blocks = sparse.block_diag([A[:20, :20], A[20:, 20:]]).tocsr()
+    assert normalised_cut(blocks, np.repeat([0, 1], 20)) == 0.0
+
+
+def _grids(gap):
+    """Two 20 x 15 grids of unit spacing (rows jittered, so no two
+    distances tie), ``gap`` apart along x: at 10 neighbours the facing
+    columns join, at 3 (a point's axis neighbours) they do not."""
+    x, y = np.meshgrid(np.arange(20.0), np.arange(15.0))
+    grid = np.c_[x.ravel(), y.ravel()]
+    R = np.vstack([grid, grid + [19.0 + gap, 0.0]])
+    R += np.random.default_rng(0).uniform(-0.01, 0.01, size=R.shape)
+    return R, np.repeat([0, 1], grid.shape[0])
+
+
+def test_pieces_of_a_narrower_graph_that_cut_less_are_the_labels():
+    # the 10-NN graph holds one piece, a narrower one the two grids; the
+    # first labels part top from bottom, which cuts the 10-NN graph more
+    # than the grids do, so the references take the grids
+    from scipy.sparse.csgraph import connected_components
+
+    from fastkds.label_vote import _finer_pieces
+
+    R, grid = _grids(1.9)
+    first = (R[:, 1] >= 7).astype(np.int32)
+    model, reference_labels = fit_label_vote(R[::25], R, first, 10, 2)
+    nearest, _ = model.neighbours(R, n_neighbors=11)
+    assert connected_components(_neighbour_graph(nearest), directed=False)[0] == 1
+    assert clustering_accuracy(grid, _finer_pieces(nearest, 2, 5)) == 1.0
+    assert clustering_accuracy(grid, reference_labels) == 1.0
+    np.testing.assert_array_equal(reference_labels, model.predict(R))
+    # pieces smaller than the least a cluster holds are none
+    assert _finer_pieces(nearest, 2, 301) is None
+
+
+def test_pieces_of_a_narrower_graph_that_split_a_cluster_are_not_taken():
+    # noisy moons whose 4-NN graph parts them at a thin place (445 and 555
+    # points, not the moons): those pieces cut the 10-NN graph more than the
+    # moons do, and the references keep the vote of the first labels
+    from sklearn.datasets import make_moons as sklearn_moons
+
+    from fastkds.label_vote import _finer_pieces
+
+    R, moon = sklearn_moons(1000, noise=0.1, random_state=0)
+    first = moon.astype(np.int32)
+    model, reference_labels = fit_label_vote(R[::50], R, first, 10, 2)
+    nearest, _ = model.neighbours(R, n_neighbors=11)
+    pieces = _finer_pieces(nearest, 2, 10)
+    assert pieces is not None and clustering_accuracy(moon, pieces) < 0.95
+    assert clustering_accuracy(moon, reference_labels) > 0.99

@@ -228,7 +228,19 @@ def take_rows(Y, indices):
 
 
 def fit_vote(
-    results, Y, atoms, kmeans, embed, n_neighbors, n_clusters, rng, n_jobs, n_init, device="cpu", spectrum=None
+    results,
+    Y,
+    atoms,
+    kmeans,
+    embed,
+    n_neighbors,
+    n_clusters,
+    rng,
+    n_jobs,
+    n_init,
+    device="cpu",
+    spectrum=None,
+    min_component=0.0,
 ):
     """The neighbours' vote of a clusterer's fit (:mod:`fastkds.label_vote`):
     fit it, and write every point's label into ``results``.
@@ -263,6 +275,10 @@ def fit_vote(
         graph is compared with where the search is exact, and where it has
         fewer than ``n_clusters`` spread modes, the references take their
         graph's labels (None: no comparison).
+    min_component : float, default=0.0
+        The clusterer's ``min_component``: no piece of the references'
+        graph holding a smaller share counts as a cluster
+        (:func:`fastkds.label_vote.fit_label_vote`).
 
     Returns
     -------
@@ -285,6 +301,7 @@ def fit_vote(
         code_gap_ratio=None if spectrum is None else spectrum.gap_ratio(n_clusters),
         code_graph_shows=spectrum is None or spectrum.shows(n_clusters),
         n_samples=Y.shape[0],
+        min_component=min_component,
     )
     held = np.zeros(n_clusters, dtype=np.int64)  # points of each label
 

@@ -129,7 +129,12 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         than the code graph (a larger eigengap ratio ``mu_{k+1} / mu_k``),
         and where the code graph has fewer than ``n_clusters`` spread modes
         (classes of a few points each, whose atoms code them alone: without
-        the vote such a fit raises, naming the modes there are).
+        the vote such a fit raises, naming the modes there are). And where
+        a narrower graph (fewer neighbours than ``vote_neighbors``) falls
+        into exactly ``n_clusters`` pieces of more than ``vote_neighbors``
+        points each that cut the wider graph less than the k-means labels
+        do (a smaller normalised cut), the pieces are the labels: clusters
+        joined by a few bridges (two faces of Yale B).
 
     Attributes
     ----------
@@ -354,6 +359,7 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
                     params[1],
                     self.device,
                     spectrum=spectrum,
+                    min_component=params[2],
                 )
                 timings["vote"] = time.perf_counter() - t0
             labels, embedding = results.commit()

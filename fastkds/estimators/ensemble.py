@@ -325,6 +325,7 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
                 None,
                 spectral_params[1],
                 spectrum=spectrum,
+                min_component=spectral_params[2],
             )
         labels, embedding = results.commit()
         kmeans.labels_ = labels  # all points', as after KDSClustering.fit
