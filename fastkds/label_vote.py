@@ -36,11 +36,12 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
    cut keeps a narrow graph from splitting a cluster at a thin place
    (noisy moons whose 4-NN graph parts 445 points from 555). Otherwise
    they vote among themselves, each counting the labels of its q nearest
-   other references and half a vote for its own, until no label changes (at most :data:`fastkds._config.VOTE_MAX_ROUNDS`
-   rounds), or until a round would leave fewer labels than it found (the
-   rounds move boundaries; a cluster of fewer points than q would
-   otherwise be voted away a layer a round); a reference whose probed
-   cells all hold one label keeps it (its own cell is among them). Unless
+   other references and half a vote for its own, until no label changes
+   (at most :data:`fastkds._config.VOTE_MAX_ROUNDS` rounds), or until a
+   round would leave fewer labels than it found (the rounds move
+   boundaries; a cluster of fewer points than q would otherwise be voted
+   away a layer a round); a reference whose probed cells all hold one
+   label keeps it (its own cell is among them). Unless
    the code graph joins what the neighbours part: where the graph joining
    each reference to its q nearest others (or, where that falls into more
    than ``n_clusters`` pieces, to the fewest up to 2q that fall into at

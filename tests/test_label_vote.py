@@ -2,6 +2,7 @@
 oracle, its rule, and the clusterers that use it."""
 
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -761,3 +762,19 @@ def test_pieces_of_a_narrower_graph_that_split_a_cluster_are_not_taken():
     pieces = _finer_pieces(nearest, 2, 10)
     assert pieces is not None and clustering_accuracy(moon, pieces) < 0.95
     assert clustering_accuracy(moon, reference_labels) > 0.99
+
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.mark.skipif(not (DATA / "yaleb").is_dir(), reason="shared/data/yaleb not found beside the checkout")
+def test_yaleb_faces_are_the_pieces_of_a_narrower_graph():
+    # the defaults' 16 atoms group Yale B's images by lighting (seed 0:
+    # two components of the code graph that are not the faces, 0.81); the
+    # 2-NN graph holds the two faces and cuts the 10-NN graph less
+    from fastkds.experiments import load_data_set
+
+    Y, y = load_data_set("yaleb", DATA, 0)
+    model = KDSClustering(2, random_state=0).fit(Y)
+    assert clustering_accuracy(y, KDSClustering(2, random_state=0, vote_neighbors=None).fit_predict(Y)) < 0.9
+    assert clustering_accuracy(y, model.labels_) == 1.0
