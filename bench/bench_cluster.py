@@ -1,13 +1,16 @@
 """Clustering noisy moons: KDSClustering over n, beside scikit-learn's KMeans
-and SpectralClustering (nearest-neighbours graph) in the same run; and the
+and SpectralClustering (nearest-neighbours graph) in the same run; both
+clusterers with their defaults on separate blobs (3,000 points); and the
 k-means of the clusterers' last step (``fastkds.spectral.fit_kmeans``: its
 restarts on a sample) beside scikit-learn's restarts on every row."""
 
+import functools
 import warnings
 
 import numpy as np
 import pytest
 from sklearn.cluster import KMeans, SpectralClustering
+from sklearn.datasets import make_blobs
 
 from conftest import MOONS, MOONS_ENCODER, SPECTRAL_MAX_N, moons_atoms, moons_data, record, skip_above
 from fastkds import KDSClustering, _config, clustering_accuracy
@@ -53,6 +56,32 @@ def test_sklearn_spectral_nearest_neighbors(benchmark, n):
         iterations=1,
     )
     record(benchmark, n, accuracy=clustering_accuracy(labels, model.labels_))
+
+
+@functools.lru_cache(maxsize=1)
+def _separate_blobs():
+    """Four separate Gaussian blobs, 3,000 points in 20 dimensions: the
+    exact search's 10-NN graph holds the four, and so do the k-means labels."""
+    return make_blobs(3000, 20, centers=4, random_state=0)
+
+
+@pytest.mark.benchmark(group="separate blobs")
+def test_kdsclustering_defaults_on_separate_blobs(benchmark):
+    Y, labels = _separate_blobs()
+    _quiet(lambda: KDSClustering(4, random_state=0).fit(Y))  # compile
+    model = benchmark.pedantic(lambda: _quiet(lambda: KDSClustering(4, random_state=0).fit(Y)), rounds=3)
+    accuracy = clustering_accuracy(labels, model.labels_)
+    record(benchmark, Y.shape[0], accuracy=accuracy, **{f"seconds_{k}": v for k, v in model.timings_.items()})
+    assert accuracy == 1.0
+
+
+@pytest.mark.benchmark(group="separate blobs")
+def test_sklearn_spectral_on_separate_blobs(benchmark):
+    Y, labels = _separate_blobs()
+    model = benchmark.pedantic(
+        lambda: _quiet(lambda: SpectralClustering(4, affinity="nearest_neighbors", random_state=0).fit(Y)), rounds=3
+    )
+    record(benchmark, Y.shape[0], accuracy=clustering_accuracy(labels, model.labels_))
 
 
 def _embedded_rows(n, k=20, seed=0):

@@ -58,7 +58,9 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
    SpectralClustering would label them. So too where the search is exact
    (the references' graph is then the kNN graph of the points) and that
    graph shows ``n_clusters`` clusters more clearly than the code graph: a
-   larger eigengap ratio (:func:`_clearer`); and where the code graph has
+   larger eigengap ratio (:func:`_clearer`; not computed where the k-means
+   labels are already the graph's ``n_clusters`` pieces, which both
+   choices then give); and where the code graph has
    fewer than ``n_clusters`` spread modes, so that its k-means labels cannot
    hold the clusters (classes of a few points each: atoms that hold two or
    three points code them alone, and the graph falls into pieces too small
@@ -489,8 +491,14 @@ def _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_s
         and _joins_pieces(model.labels, piece, model.n_clusters)
         and _joins_pieces(probes[:, 0], piece, model.atoms.shape[0])
     )
-    # an exact search's graph is the kNN graph of the points, SpectralClustering's own
-    if not code_graph_shows or coarse or (model.exact and _clearer(graph, model.n_clusters, code_gap_ratio)):
+    # an exact search's graph is the kNN graph of the points, SpectralClustering's
+    # own; where the k-means labels are its k pieces, either labels give the
+    # same partition (the rounds change nothing: each reference's q nearest
+    # lie in its piece), and its eigengap, most of a small fit (shift-invert
+    # ARPACK on a graph of k pieces), is not needed
+    if not _are_pieces(model.labels, piece, n_pieces, model.n_clusters) and (
+        not code_graph_shows or coarse or (model.exact and _clearer(graph, model.n_clusters, code_gap_ratio))
+    ):
         if n_pieces == model.n_clusters:
             fine = piece.astype(np.int32)
         else:
@@ -611,6 +619,15 @@ def piece_table(groups, piece, n_groups):
     table = np.zeros((n_groups, piece.max() + 1), dtype=np.int64)
     np.add.at(table, (groups, piece), 1)
     return table
+
+
+def _are_pieces(labels, piece, n_pieces, n_clusters):
+    """Whether ``labels`` part the references exactly as the graph's
+    ``n_pieces`` pieces do, and there are ``n_clusters`` of them."""
+    if n_pieces != n_clusters:
+        return False
+    held = piece_table(labels, piece, n_clusters) > 0
+    return bool((held.sum(axis=0) == 1).all() and (held.sum(axis=1) == 1).all())
 
 
 def _joins_pieces(groups, piece, n_groups):

@@ -593,6 +593,43 @@ def test_an_exact_search_takes_the_references_graph_where_it_shows_k_clusters_mo
     assert not _clearer(graph, 3, 1e30)
 
 
+def test_labels_that_are_the_pieces_need_no_eigengap(monkeypatch):
+    # three blobs, each its own piece, first labels that are the pieces
+    # (numbered otherwise): the eigengap test is not run, and the partition
+    # is the one the full rule gives whichever way that test goes
+    from fastkds import label_vote
+
+    R = _three_blobs([[0, 0], [15, 0], [30, 0]])
+    W = R[::15]
+    truth = np.repeat([0, 1, 2], 300)
+    first = np.repeat([2, 0, 1], 300).astype(np.int32)
+    full = {}
+    for ratio in (2.0, 1e30):  # the references' graph clearer, or not
+        with monkeypatch.context() as patch:
+            patch.setattr(label_vote, "_are_pieces", lambda *args: False)
+            full[ratio] = fit_label_vote(W, R, first, 10, 3, code_gap_ratio=ratio)[1]
+
+    def fail(*args):
+        raise AssertionError("ran the eigengap test")
+
+    monkeypatch.setattr(label_vote, "_clearer", fail)
+    model, labels = fit_label_vote(W, R, first, 10, 3, code_gap_ratio=2.0)
+    assert model.exact
+    np.testing.assert_array_equal(model.labels, first)
+    for other in full.values():
+        assert clustering_accuracy(other, labels) == 1.0 and clustering_accuracy(truth, labels) == 1.0
+
+
+def test_are_pieces():
+    from fastkds.label_vote import _are_pieces
+
+    piece = np.repeat([0, 1, 2], [5, 6, 7])
+    assert _are_pieces(np.repeat([1, 2, 0], [5, 6, 7]), piece, 3, 3)
+    assert not _are_pieces(np.repeat([0, 1, 1], [5, 6, 7]), piece, 3, 3)  # a label across two pieces
+    assert not _are_pieces(np.repeat([0, 1, 2, 0], [5, 6, 6, 1]), piece, 3, 3)  # a piece with two labels
+    assert not _are_pieces(piece, piece, 3, 4)  # fewer pieces than clusters
+
+
 def test_the_references_graph_gap_is_the_same_from_either_eigensolver(monkeypatch):
     # above VOTE_DENSE_EIGEN references ARPACK's shift-invert, below it a
     # dense solver: the same eigenvalues, so the same choice either side of
