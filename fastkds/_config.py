@@ -92,6 +92,13 @@ VOTE_SCREEN_SAVING = 8
 #: fewer are a stray group, not a cluster the code graph joined to another.
 VOTE_STRAY_SHARE = 0.1
 
+#: The vote takes the references' own graph for its labels where the
+#: k-means labels cut it (:func:`fastkds.label_vote.normalised_cut`) by more
+#: than this share of what labels drawn at random would, ``n_clusters - 1``:
+#: labels nearer random than any partition the graph supports, the code
+#: graph having failed at the points' resolution.
+VOTE_RANDOM_CUT = 0.5
+
 #: Up to this many references the eigenvalues of their graph
 #: (:func:`fastkds.label_vote._clearer`) come from a dense solver: below it
 #: the dense matrix is small and ARPACK's set-up dominates.

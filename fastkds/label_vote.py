@@ -60,7 +60,11 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
    graph shows ``n_clusters`` clusters more clearly than the code graph: a
    larger eigengap ratio (:func:`_clearer`; not computed where the k-means
    labels are already the graph's ``n_clusters`` pieces, which both
-   choices then give); and where the code graph has
+   choices then give); where the k-means labels cut that graph by more
+   than half of what labels drawn at random would (:func:`_near_random`:
+   codes of about one atom, in many features whose noise is most of every
+   distance, give a code graph that tells the classes apart no better
+   than chance); and where the code graph has
    fewer than ``n_clusters`` spread modes, so that its k-means labels cannot
    hold the clusters (classes of a few points each: atoms that hold two or
    three points code them alone, and the graph falls into pieces too small
@@ -478,11 +482,10 @@ def _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_s
     # its voters in the rounds.
     nearest, _ = model.neighbours(model.references, n_neighbors=q + 1, n_jobs=n_jobs, probes=probes)
     graph, n_pieces, piece = _pieces(model, nearest, probes, n_jobs)
+    affinity = _affinity(graph)
     finer = _finer_pieces(nearest, model.n_clusters, least) if n_pieces < model.n_clusters else None
-    if finer is not None:
-        affinity = _affinity(graph)
-        if normalised_cut(affinity, finer) < normalised_cut(affinity, model.labels):
-            return _take_labels(model, finer, nearest, n_jobs)
+    if finer is not None and normalised_cut(affinity, finer) < normalised_cut(affinity, model.labels):
+        return _take_labels(model, finer, nearest, n_jobs)
     # the k-means labels join pieces, and so do the atoms' cells: atoms too
     # coarse for the gap (where every cell lies in one piece, the atoms part
     # the pieces, and a label across them is the code graph's own choice)
@@ -491,13 +494,20 @@ def _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_s
         and _joins_pieces(model.labels, piece, model.n_clusters)
         and _joins_pieces(probes[:, 0], piece, model.atoms.shape[0])
     )
-    # an exact search's graph is the kNN graph of the points, SpectralClustering's
-    # own; where the k-means labels are its k pieces, either labels give the
-    # same partition (the rounds change nothing: each reference's q nearest
-    # lie in its piece), and its eigengap, most of a small fit (shift-invert
-    # ARPACK on a graph of k pieces), is not needed
+    # The references take their graph's labels where the code graph cannot
+    # hold the clusters, where its atoms are coarser than a gap, where its
+    # k-means labels are nearer random than any partition of that graph, and
+    # where an exact search's graph (the kNN graph of the points,
+    # SpectralClustering's own) shows k clusters more clearly. Where the
+    # k-means labels are its k pieces, either labels give the same
+    # partition (the rounds change nothing: each reference's q nearest lie
+    # in its piece), and its eigengap, most of a small fit (shift-invert
+    # ARPACK on a graph of k pieces), is not needed.
     if not _are_pieces(model.labels, piece, n_pieces, model.n_clusters) and (
-        not code_graph_shows or coarse or (model.exact and _clearer(graph, model.n_clusters, code_gap_ratio))
+        not code_graph_shows
+        or coarse
+        or _near_random(affinity, model.labels, model.n_clusters, least)
+        or (model.exact and _clearer(graph, model.n_clusters, code_gap_ratio))
     ):
         if n_pieces == model.n_clusters:
             fine = piece.astype(np.int32)
@@ -628,6 +638,22 @@ def _are_pieces(labels, piece, n_pieces, n_clusters):
         return False
     held = piece_table(labels, piece, n_clusters) > 0
     return bool((held.sum(axis=0) == 1).all() and (held.sum(axis=1) == 1).all())
+
+
+def _near_random(affinity, labels, n_clusters, least):
+    """Whether ``labels`` cut the references' symmetric graph ``affinity``
+    by more than :data:`fastkds._config.VOTE_RANDOM_CUT` of what labels
+    drawn at random would: each edge leaves its label with probability
+    ``1 - p_l``, so their normalised cut is ``n_clusters - 1`` in
+    expectation, and a partition the graph supports cuts it near 0.
+
+    False where a label holds fewer than ``least`` references (more than
+    q): a label of q or fewer is cut by most of its points' q edges
+    whatever the data, and its cut tells nothing of the labels.
+    """
+    if np.bincount(labels, minlength=n_clusters).min() < least:
+        return False
+    return normalised_cut(affinity, labels) > _config.VOTE_RANDOM_CUT * (n_clusters - 1)
 
 
 def _joins_pieces(groups, piece, n_groups):

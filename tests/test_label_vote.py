@@ -170,7 +170,10 @@ def test_vote_rule_matches_the_oracle():
         np.testing.assert_array_equal(out, oracle_vote(neighbours, labels, own, 3))
 
 
-def test_references_end_at_a_fixed_point_of_their_vote():
+def test_references_end_at_a_fixed_point_of_their_vote(monkeypatch):
+    # the rounds are the subject: labels drawn at random would otherwise
+    # give way to the graph's own (test_near_random)
+    monkeypatch.setattr(_config, "VOTE_RANDOM_CUT", np.inf)
     rng = np.random.default_rng(3)
     R = np.vstack([rng.normal(size=(150, 2)), rng.normal(size=(150, 2)) + [2.5, 0]])
     first = (rng.random(300) < 0.5).astype(np.int32)  # labels at random: the vote must move many
@@ -618,6 +621,46 @@ def test_labels_that_are_the_pieces_need_no_eigengap(monkeypatch):
     np.testing.assert_array_equal(model.labels, first)
     for other in full.values():
         assert clustering_accuracy(other, labels) == 1.0 and clustering_accuracy(truth, labels) == 1.0
+
+
+def test_near_random():
+    from fastkds.label_vote import _affinity, _near_random
+
+    R = _three_blobs([[0, 0], [15, 0], [30, 0]])
+    graph = _neighbour_graph(LabelVote(R[::15], R, np.zeros(900, dtype=int), 10, 3).neighbours(R, n_neighbors=11)[0])
+    truth = np.repeat([0, 1, 2], 300)
+    drawn = np.random.default_rng(0).integers(0, 3, size=900)
+    assert not _near_random(_affinity(graph), truth, 3, 11)
+    assert _near_random(_affinity(graph), drawn, 3, 11)
+    # a label of q = 10 references or fewer says nothing, however it is cut
+    small = drawn.copy()
+    small[np.flatnonzero(small == 2)[10:]] = 1
+    assert not _near_random(_affinity(graph), small, 3, 11)
+
+
+def _noisy_table(n=300, d=5000, k=3, effect=0.6, seed=0):
+    # classes that shift a twentieth of the features each, in noise that is
+    # most of every distance (the shape of bench/many_features.py)
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    means = np.zeros((k, d))
+    for c in range(k):
+        shifted = rng.choice(d, d // 20, replace=False)
+        means[c, shifted] = effect * rng.choice([-1.0, 1.0], d // 20)
+    return StandardScaler().fit_transform(means[y] + rng.normal(size=(n, d))), y
+
+
+def test_labels_nearer_random_than_the_graph_take_its_labels(monkeypatch):
+    # 300 points in 5,000 features: codes of about one atom each make a code
+    # graph whose k-means labels (seed 2) cut the 10-NN graph at 0.65 of
+    # random labels' cut; that graph's own labels are the classes
+    Y, y = _noisy_table()
+    with monkeypatch.context() as patch:
+        patch.setattr(_config, "VOTE_RANDOM_CUT", np.inf)
+        assert clustering_accuracy(y, KDSClustering(3, random_state=2).fit(Y).labels_) < 0.75
+    assert clustering_accuracy(y, KDSClustering(3, random_state=2).fit(Y).labels_) > 0.99
 
 
 def test_are_pieces():
