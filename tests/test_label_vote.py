@@ -638,25 +638,24 @@ def test_near_random():
     assert not _near_random(_affinity(graph), small, 3, 11)
 
 
-def _noisy_table(n=300, d=5000, k=3, effect=0.6, seed=0):
-    # classes that shift a twentieth of the features each, in noise that is
-    # most of every distance (the shape of bench/many_features.py)
+def test_labels_nearer_random_than_the_graph_take_its_labels(monkeypatch):
+    # 300 points in 5,000 standardised features, three classes each shifting
+    # 250 features by +-0.6 in unit noise (a table of bench/many_features.py's
+    # shape): codes of about one atom each make a code graph whose k-means
+    # labels (seed 2) cut the 10-NN graph at 0.65 of random labels' cut;
+    # that graph's own labels are the classes
     from sklearn.preprocessing import StandardScaler
 
-    rng = np.random.default_rng(seed)
-    y = rng.integers(0, k, n)
-    means = np.zeros((k, d))
-    for c in range(k):
-        shifted = rng.choice(d, d // 20, replace=False)
-        means[c, shifted] = effect * rng.choice([-1.0, 1.0], d // 20)
-    return StandardScaler().fit_transform(means[y] + rng.normal(size=(n, d))), y
-
-
-def test_labels_nearer_random_than_the_graph_take_its_labels(monkeypatch):
-    # 300 points in 5,000 features: codes of about one atom each make a code
-    # graph whose k-means labels (seed 2) cut the 10-NN graph at 0.65 of
-    # random labels' cut; that graph's own labels are the classes
-    Y, y = _noisy_table()
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, 300)
+    shifts = []
+    for _ in range(3):
+        columns = rng.choice(5000, 250, replace=False)
+        shifts.append((columns, 0.6 * rng.choice([-1.0, 1.0], 250)))
+    Y = rng.normal(size=(300, 5000))
+    for c, (columns, values) in enumerate(shifts):
+        Y[np.ix_(y == c, columns)] += values
+    Y = StandardScaler().fit_transform(Y)
     with monkeypatch.context() as patch:
         patch.setattr(_config, "VOTE_RANDOM_CUT", np.inf)
         assert clustering_accuracy(y, KDSClustering(3, random_state=2).fit(Y).labels_) < 0.75
