@@ -449,7 +449,8 @@ def fit_label_vote(
         The clusterer's: a piece of a narrower graph holding fewer
         references than :func:`fastkds.spectral.outlier_share` of them
         (and than :data:`fastkds.spectral.MIN_CLUSTER_POINTS`), or no more
-        than q, is no cluster (:func:`_finer_pieces`).
+        than q, is no cluster (:func:`_finer_pieces`), and the cut of
+        k-means labels as small is not weighed (:func:`_near_random`).
 
     Returns
     -------
@@ -475,7 +476,8 @@ def _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_s
     """The references' rounds of :func:`fit_label_vote` (or their graph's
     labels), which leave their labels in ``model.labels``; returns each
     reference's vote of its q nearest under them. ``least``: the fewest
-    references of a narrower graph's piece (:func:`_finer_pieces`)."""
+    references of a narrower graph's piece (:func:`_finer_pieces`), and of
+    every label whose cut :func:`_near_random` weighs."""
     q = model.n_neighbors
     # Each reference's q + 1 nearest, itself among them: the first q are
     # predict's neighbours, the q others than itself its graph's edges and
