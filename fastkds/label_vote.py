@@ -509,13 +509,13 @@ def _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_s
         not code_graph_shows
         or coarse
         or _near_random(affinity, model.labels, model.n_clusters, least)
-        or (model.exact and _clearer(graph, model.n_clusters, code_gap_ratio))
+        or (model.exact and _clearer(affinity, model.n_clusters, code_gap_ratio))
     ):
         if n_pieces == model.n_clusters:
             fine = piece.astype(np.int32)
         else:
             seed = 0 if rng is None else rng.randint(np.iinfo(np.int32).max)
-            fine = _spectral_labels(graph, model.n_clusters, seed, n_init)
+            fine = _spectral_labels(affinity, model.n_clusters, seed, n_init)
         return _take_labels(model, fine, nearest, n_jobs)
     current = model.labels
     n_labels = np.unique(current).size
@@ -669,20 +669,20 @@ def _joins_pieces(groups, piece, n_groups):
     return outside > _config.VOTE_STRAY_SHARE * groups.shape[0] / n_groups
 
 
-def _clearer(graph, n_clusters, code_gap_ratio):
-    """Whether the references' ``graph`` shows ``n_clusters`` clusters more
-    clearly than the code graph: a larger ratio ``mu_{k+1} / mu_k`` of its
-    normalised Laplacian's eigenvalues (made symmetric by
-    :func:`_affinity`), the ratio by which
+def _clearer(affinity, n_clusters, code_gap_ratio):
+    """Whether the references' graph (made symmetric by :func:`_affinity`)
+    shows ``n_clusters`` clusters more clearly than the code graph: a larger
+    ratio ``mu_{k+1} / mu_k`` of its normalised Laplacian's eigenvalues, the
+    ratio by which
     ``n_clusters="auto"`` chooses k. False where ``code_gap_ratio`` is None
     or the eigensolver does not converge."""
     from scipy.sparse.csgraph import laplacian
     from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
-    n, k = graph.shape[0], n_clusters
+    n, k = affinity.shape[0], n_clusters
     if code_gap_ratio is None or n <= k:  # no (k + 1)-th eigenvalue to compare
         return False
-    L = laplacian(_affinity(graph), normed=True)
+    L = laplacian(affinity, normed=True)
     if n <= _config.VOTE_DENSE_EIGEN:
         mu = np.linalg.eigvalsh(L.toarray())[: k + 1]
     else:
@@ -704,17 +704,17 @@ def _affinity(graph):
     return 0.5 * (graph + graph.T)
 
 
-def _spectral_labels(graph, n_clusters, seed, n_init):
-    """SpectralClustering's labels of the references' graph: k-means of its
-    normalised Laplacian's first ``n_clusters`` eigenvectors, the graph made
-    symmetric by :func:`_affinity`; the k-means restarts on a sample where
+def _spectral_labels(affinity, n_clusters, seed, n_init):
+    """SpectralClustering's labels of the references' graph made symmetric
+    by :func:`_affinity`: k-means of its normalised Laplacian's first
+    ``n_clusters`` eigenvectors; the k-means restarts on a sample where
     the references are many, as the clusterers' own
     (:func:`fastkds.spectral.fit_kmeans`)."""
     from sklearn.manifold import spectral_embedding
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "Graph is not fully connected": we know
-        embedding = spectral_embedding(_affinity(graph), n_components=n_clusters, random_state=seed, drop_first=False)
+        embedding = spectral_embedding(affinity, n_components=n_clusters, random_state=seed, drop_first=False)
     return fit_kmeans(embedding, n_clusters, n_init, seed).labels_.astype(np.int32)
 
 

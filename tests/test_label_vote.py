@@ -581,7 +581,7 @@ def test_an_exact_search_takes_the_references_graph_where_it_shows_k_clusters_mo
     # clusters with a ratio past any real cut's (ZERO_MU), a code graph of
     # ratio 2 far less clearly, so the labels drawn at random give way to
     # the graph's; a code graph past it keeps the vote's labels
-    from fastkds.label_vote import _clearer
+    from fastkds.label_vote import _affinity, _clearer
 
     R = _three_blobs([[0, 0], [15, 0], [30, 0]])
     W = R[::15]
@@ -592,8 +592,9 @@ def test_an_exact_search_takes_the_references_graph_where_it_shows_k_clusters_mo
     assert clustering_accuracy(truth, labels) == 1.0
     nearest, _ = model.neighbours(R, n_neighbors=11)
     graph = _neighbour_graph(nearest)
-    assert _clearer(graph, 3, 2.0) and not _clearer(graph, 3, None)
-    assert not _clearer(graph, 3, 1e30)
+    affinity = _affinity(graph)
+    assert _clearer(affinity, 3, 2.0) and not _clearer(affinity, 3, None)
+    assert not _clearer(affinity, 3, 1e30)
 
 
 def test_labels_that_are_the_pieces_need_no_eigengap(monkeypatch):
@@ -689,8 +690,8 @@ def test_the_references_graph_gap_is_the_same_from_either_eigensolver(monkeypatc
     assert 1.5 < ratio < 1e6  # a real gap, not a component's
     for dense in (0, 10_000):
         monkeypatch.setattr(_config, "VOTE_DENSE_EIGEN", dense)
-        assert label_vote._clearer(graph, 3, ratio * 0.999)
-        assert not label_vote._clearer(graph, 3, ratio * 1.001)
+        assert label_vote._clearer(label_vote._affinity(graph), 3, ratio * 0.999)
+        assert not label_vote._clearer(label_vote._affinity(graph), 3, ratio * 1.001)
 
 
 def test_a_screened_search_keeps_the_code_graph(monkeypatch):
@@ -774,7 +775,7 @@ def test_the_references_spectral_clustering_restarts_on_a_sample_where_they_are_
     monkeypatch.setattr(_config, "KMEANS_RESTART_MIN", 300)
     monkeypatch.setattr(_config, "KMEANS_RESTART_PER_CLUSTER", 10)
     monkeypatch.setattr("sklearn.cluster.KMeans", Counting)
-    labels = _spectral_labels(graph, 3, 0, 4)
+    labels = _spectral_labels(0.5 * (graph + graph.T), 3, 0, 4)
     assert calls == [300, 1200]
     assert clustering_accuracy(np.repeat([0, 1, 2], 400), labels) == 1.0
 
