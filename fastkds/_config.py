@@ -104,6 +104,12 @@ VOTE_RANDOM_CUT = 0.5
 #: the dense matrix is small and ARPACK's set-up dominates.
 VOTE_DENSE_EIGEN = 500
 
+#: Products with the references' graph that Lanczos may spend on its
+#: spectrum (:func:`fastkds.label_vote._laplacian_spectrum`) before
+#: shift-invert takes over: a few hundred where the graph is of
+#: high-dimensional data, thousands where its small eigenvalues crowd near 0.
+VOTE_LANCZOS_PRODUCTS = 500
+
 #: Rows of the embedding labelled (or codes embedded) at once by the last
 #: passes of a clustering fit.
 LABEL_CHUNK = 1 << 17

@@ -505,17 +505,19 @@ def _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_s
     # partition (the rounds change nothing: each reference's q nearest lie
     # in its piece), and its eigengap, most of a small fit (shift-invert
     # ARPACK on a graph of k pieces), is not needed.
+    # the graph's spectrum, solved when first asked for and at most once
+    spectrum = functools.cache(functools.partial(_laplacian_spectrum, affinity, model.n_clusters + 1, piece))
     if not _are_pieces(model.labels, piece, n_pieces, model.n_clusters) and (
         not code_graph_shows
         or coarse
         or _near_random(affinity, model.labels, model.n_clusters, least)
-        or (model.exact and _clearer(affinity, model.n_clusters, code_gap_ratio))
+        or (model.exact and code_gap_ratio is not None and _clearer(spectrum(), model.n_clusters, code_gap_ratio))
     ):
         if n_pieces == model.n_clusters:
             fine = piece.astype(np.int32)
         else:
             seed = 0 if rng is None else rng.randint(np.iinfo(np.int32).max)
-            fine = _spectral_labels(affinity, model.n_clusters, seed, n_init)
+            fine = _spectral_labels(affinity, spectrum(), model.n_clusters, seed, n_init)
         return _take_labels(model, fine, nearest, n_jobs)
     current = model.labels
     n_labels = np.unique(current).size
@@ -669,33 +671,82 @@ def _joins_pieces(groups, piece, n_groups):
     return outside > _config.VOTE_STRAY_SHARE * groups.shape[0] / n_groups
 
 
-def _clearer(affinity, n_clusters, code_gap_ratio):
-    """Whether the references' graph (made symmetric by :func:`_affinity`)
-    shows ``n_clusters`` clusters more clearly than the code graph: a larger
-    ratio ``mu_{k+1} / mu_k`` of its normalised Laplacian's eigenvalues, the
-    ratio by which
-    ``n_clusters="auto"`` chooses k. False where ``code_gap_ratio`` is None
-    or the eigensolver does not converge."""
-    from scipy.sparse.csgraph import laplacian
-    from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+def _laplacian_spectrum(affinity, n_vectors, piece):
+    """The ``n_vectors`` smallest eigenvalues of the normalised Laplacian of
+    the references' graph (made symmetric by :func:`_affinity`; ``piece``
+    its connected pieces), ascending, and their eigenvectors (columns):
+    ``(mu, vectors)``, or None where no eigensolver converges. One solve
+    serves both the eigengap test (:func:`_clearer`) and the graph's
+    spectral labels (:func:`_spectral_labels`).
 
-    n, k = affinity.shape[0], n_clusters
-    if code_gap_ratio is None or n <= k:  # no (k + 1)-th eigenvalue to compare
-        return False
+    Each piece contributes an eigenvalue 0, whose eigenvector is known: the
+    square roots of its references' degrees. The others come from Lanczos
+    (ARPACK) on ``2 I - L`` with those vectors projected out, up to
+    :data:`fastkds._config.VOTE_LANCZOS_PRODUCTS` products; where that does
+    not converge, from shift-invert ARPACK, whose sparse LU costs little on
+    the graphs that defeat Lanczos (low intrinsic dimension, eigenvalues
+    crowded near 0) but most of a fit on those of high-dimensional data
+    (docs/experiments.md, "One spectrum for the vote").
+    """
+    from scipy.linalg import eigh
+    from scipy.sparse.csgraph import laplacian
+    from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
+
     L = laplacian(affinity, normed=True)
-    if n <= _config.VOTE_DENSE_EIGEN:
-        mu = np.linalg.eigvalsh(L.toarray())[: k + 1]
-    else:
-        # shift-invert just below the k + 1 smallest (all >= 0): L + 1e-3 I
-        # is positive definite, components or not, and maps them far apart
-        # (about scikit-learn's shift, -1, they crowd near 1: ARPACK is
-        # slower, docs/experiments.md)
-        v0 = np.random.RandomState(0).uniform(-1.0, 1.0, n)
+    n = L.shape[0]
+    if n <= _config.VOTE_DENSE_EIGEN or n_vectors >= n - 1:  # ARPACK takes fewer than n - 1
+        return eigh(L.toarray(), subset_by_index=[0, min(n_vectors, n) - 1])
+    v0 = np.random.RandomState(0).uniform(-1.0, 1.0, n)
+    n_pieces = int(piece.max()) + 1
+    if n_pieces < n_vectors:
+        root = np.sqrt(np.asarray(affinity.sum(axis=1)).ravel())
+        null = np.zeros((n, n_pieces))
+        null[np.arange(n), piece] = root
+        null /= np.linalg.norm(null, axis=0)
+        shifted = 2.0 * sparse.identity(n, format="csr") - L
+
+        def product(x):
+            x = x - null @ (null.T @ x)
+            return shifted @ x
+
+        rest = n_vectors - n_pieces
+        ncv = min(n - 1, max(2 * rest + 1, 20))
         try:
-            mu = np.sort(eigsh(L, k=k + 1, sigma=-1e-3, which="LM", v0=v0, return_eigenvectors=False))
+            theta, vectors = eigsh(
+                LinearOperator((n, n), matvec=product, dtype=np.float64),
+                k=rest,
+                which="LA",
+                ncv=ncv,
+                v0=v0 - null @ (null.T @ v0),
+                maxiter=max(1, _config.VOTE_LANCZOS_PRODUCTS // (ncv - rest)),
+            )
         except ArpackNoConvergence:
-            return False
-    return bool(gap_ratios(mu)[k - 1] > code_gap_ratio)
+            pass
+        else:
+            order = np.argsort(-theta)
+            return np.concatenate([np.zeros(n_pieces), 2.0 - theta[order]]), np.hstack([null, vectors[:, order]])
+    # shift-invert just below the smallest (all >= 0): L + 1e-3 I is
+    # positive definite, pieces or not, and maps them far apart (about
+    # scikit-learn's shift, -1, they crowd near 1: ARPACK is slower,
+    # docs/experiments.md)
+    try:
+        mu, vectors = eigsh(L, k=n_vectors, sigma=-1e-3, which="LM", v0=v0)
+    except ArpackNoConvergence:
+        return None
+    order = np.argsort(mu)
+    return mu[order], vectors[:, order]
+
+
+def _clearer(spectrum, n_clusters, code_gap_ratio):
+    """Whether the references' graph shows ``n_clusters`` clusters more
+    clearly than the code graph: a larger ratio ``mu_{k+1} / mu_k`` of its
+    normalised Laplacian's eigenvalues (``spectrum``, from
+    :func:`_laplacian_spectrum`), the ratio by which ``n_clusters="auto"``
+    chooses k, than the code graph's ``code_gap_ratio``. False where the
+    spectrum is None (no convergence) or holds no (k + 1)-th eigenvalue."""
+    if spectrum is None or spectrum[0].size <= n_clusters:
+        return False
+    return bool(gap_ratios(spectrum[0][: n_clusters + 1])[n_clusters - 1] > code_gap_ratio)
 
 
 def _affinity(graph):
@@ -704,17 +755,24 @@ def _affinity(graph):
     return 0.5 * (graph + graph.T)
 
 
-def _spectral_labels(affinity, n_clusters, seed, n_init):
+def _spectral_labels(affinity, spectrum, n_clusters, seed, n_init):
     """SpectralClustering's labels of the references' graph made symmetric
     by :func:`_affinity`: k-means of its normalised Laplacian's first
-    ``n_clusters`` eigenvectors; the k-means restarts on a sample where
-    the references are many, as the clusterers' own
-    (:func:`fastkds.spectral.fit_kmeans`)."""
-    from sklearn.manifold import spectral_embedding
+    ``n_clusters`` eigenvectors (from ``spectrum``, see
+    :func:`_laplacian_spectrum`; None: scikit-learn's solver) over the
+    square roots of the degrees, as scikit-learn's ``spectral_embedding``
+    gives them up to an orthogonal map of the columns, which k-means does
+    not see. The k-means restarts on a sample where the references are
+    many, as the clusterers' own (:func:`fastkds.spectral.fit_kmeans`)."""
+    if spectrum is None:
+        from sklearn.manifold import spectral_embedding
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # "Graph is not fully connected": we know
-        embedding = spectral_embedding(affinity, n_components=n_clusters, random_state=seed, drop_first=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "Graph is not fully connected": we know
+            embedding = spectral_embedding(affinity, n_components=n_clusters, random_state=seed, drop_first=False)
+    else:
+        degree = np.asarray(affinity.sum(axis=1)).ravel()
+        embedding = spectrum[1][:, :n_clusters] / np.sqrt(degree)[:, None]
     return fit_kmeans(embedding, n_clusters, n_init, seed).labels_.astype(np.int32)
 
 

@@ -571,6 +571,13 @@ def test_more_neighbours_than_references_still_label_every_point():
     np.testing.assert_array_equal(vote.predict(Y), 0)
 
 
+def _pieces_of(graph):
+    """The connected pieces of a graph, as the vote finds them."""
+    from scipy.sparse.csgraph import connected_components
+
+    return connected_components(graph, directed=False)[1]
+
+
 def _three_blobs(centres):
     rng = np.random.default_rng(4)
     return np.vstack([rng.normal(size=(300, 2)) + centre for centre in centres])
@@ -581,7 +588,7 @@ def test_an_exact_search_takes_the_references_graph_where_it_shows_k_clusters_mo
     # clusters with a ratio past any real cut's (ZERO_MU), a code graph of
     # ratio 2 far less clearly, so the labels drawn at random give way to
     # the graph's; a code graph past it keeps the vote's labels
-    from fastkds.label_vote import _affinity, _clearer
+    from fastkds.label_vote import _affinity, _clearer, _laplacian_spectrum
 
     R = _three_blobs([[0, 0], [15, 0], [30, 0]])
     W = R[::15]
@@ -592,9 +599,9 @@ def test_an_exact_search_takes_the_references_graph_where_it_shows_k_clusters_mo
     assert clustering_accuracy(truth, labels) == 1.0
     nearest, _ = model.neighbours(R, n_neighbors=11)
     graph = _neighbour_graph(nearest)
-    affinity = _affinity(graph)
-    assert _clearer(affinity, 3, 2.0) and not _clearer(affinity, 3, None)
-    assert not _clearer(affinity, 3, 1e30)
+    spectrum = _laplacian_spectrum(_affinity(graph), 4, _pieces_of(graph))
+    assert _clearer(spectrum, 3, 2.0) and not _clearer(spectrum, 3, 1e30)
+    assert not _clearer(None, 3, 2.0)  # the eigensolver did not converge
 
 
 def test_labels_that_are_the_pieces_need_no_eigengap(monkeypatch):
@@ -673,25 +680,61 @@ def test_are_pieces():
     assert not _are_pieces(piece, piece, 3, 4)  # fewer pieces than clusters
 
 
-def test_the_references_graph_gap_is_the_same_from_either_eigensolver(monkeypatch):
-    # above VOTE_DENSE_EIGEN references ARPACK's shift-invert, below it a
-    # dense solver: the same eigenvalues, so the same choice either side of
-    # the ratio
+@pytest.mark.parametrize(
+    "centres", [[[0, 0], [5, 0], [2.5, 4.33]], [[0, 0], [15, 0], [30, 0]]], ids=["one piece", "three pieces"]
+)
+def test_the_references_graph_spectrum_is_the_same_from_every_eigensolver(monkeypatch, centres):
+    # above VOTE_DENSE_EIGEN references Lanczos with the pieces' vectors
+    # projected out, or shift-invert where Lanczos runs out of products;
+    # below it a dense solver: the dense solver's eigenvalues (the oracle),
+    # eigenvectors of L, so the same choice either side of the ratio
     from scipy.sparse.csgraph import laplacian
 
     from fastkds import label_vote
     from fastkds.spectral import gap_ratios
 
-    R = _three_blobs([[0, 0], [5, 0], [2.5, 4.33]])  # one piece, three clusters
+    R = _three_blobs(centres)
     nearest = LabelVote(R[::15], R, np.zeros(900, dtype=int), 10, 3).neighbours(R, n_neighbors=11)[0]
     graph = _neighbour_graph(nearest)
-    mu = np.linalg.eigvalsh(laplacian(0.5 * (graph + graph.T), normed=True).toarray())[:4]
+    L = laplacian(0.5 * (graph + graph.T), normed=True)
+    mu = np.linalg.eigvalsh(L.toarray())[:4]
     ratio = gap_ratios(mu)[2]
-    assert 1.5 < ratio < 1e6  # a real gap, not a component's
-    for dense in (0, 10_000):
+    assert 1.5 < ratio  # a real gap (or pieces')
+    for dense, products in [(0, 500), (0, 1), (10_000, 500)]:
         monkeypatch.setattr(_config, "VOTE_DENSE_EIGEN", dense)
-        assert label_vote._clearer(label_vote._affinity(graph), 3, ratio * 0.999)
-        assert not label_vote._clearer(label_vote._affinity(graph), 3, ratio * 1.001)
+        monkeypatch.setattr(_config, "VOTE_LANCZOS_PRODUCTS", products)
+        spectrum = label_vote._laplacian_spectrum(label_vote._affinity(graph), 4, _pieces_of(graph))
+        np.testing.assert_allclose(spectrum[0], mu, atol=1e-10)
+        np.testing.assert_allclose(L @ spectrum[1], spectrum[1] * spectrum[0], atol=1e-8)
+        np.testing.assert_allclose(spectrum[1].T @ spectrum[1], np.eye(4), atol=1e-8)
+        if ratio < 1e6:  # pieces' gaps are ZERO_MU's, past any code graph's
+            assert label_vote._clearer(spectrum, 3, ratio * 0.999)
+            assert not label_vote._clearer(spectrum, 3, ratio * 1.001)
+
+
+def test_lanczos_out_of_products_gives_way_to_shift_invert(monkeypatch):
+    # noisy moons: their graph's small eigenvalues crowd near 0, and
+    # Lanczos needs thousands of products; shift-invert gives the spectrum
+    from scipy.sparse.linalg import eigsh as arpack
+
+    from fastkds import label_vote
+
+    calls = []
+
+    def eigsh(A, **kwargs):
+        calls.append(kwargs.get("which"))
+        return arpack(A, **kwargs)
+
+    monkeypatch.setattr("scipy.sparse.linalg.eigsh", eigsh)
+    R, _ = make_moons(2000, noise=0.1, random_state=0)
+    nearest = LabelVote(R[::40], R, np.zeros(2000, dtype=int), 10, 2).neighbours(R, n_neighbors=11)[0]
+    graph = _neighbour_graph(nearest)
+    spectrum = label_vote._laplacian_spectrum(label_vote._affinity(graph), 3, _pieces_of(graph))
+    assert calls == ["LA", "LM"]
+    from scipy.sparse.csgraph import laplacian
+
+    mu = np.linalg.eigvalsh(laplacian(label_vote._affinity(graph), normed=True).toarray())[:3]
+    np.testing.assert_allclose(spectrum[0], mu, atol=1e-10)
 
 
 def test_a_screened_search_keeps_the_code_graph(monkeypatch):
@@ -758,7 +801,7 @@ def test_the_references_spectral_clustering_restarts_on_a_sample_where_they_are_
     # 300 of the 1,200 rows, still finds the rings
     from sklearn.cluster import KMeans
 
-    from fastkds.label_vote import _spectral_labels
+    from fastkds.label_vote import _laplacian_spectrum, _spectral_labels
 
     calls = []
 
@@ -775,9 +818,36 @@ def test_the_references_spectral_clustering_restarts_on_a_sample_where_they_are_
     monkeypatch.setattr(_config, "KMEANS_RESTART_MIN", 300)
     monkeypatch.setattr(_config, "KMEANS_RESTART_PER_CLUSTER", 10)
     monkeypatch.setattr("sklearn.cluster.KMeans", Counting)
-    labels = _spectral_labels(0.5 * (graph + graph.T), 3, 0, 4)
+    affinity = 0.5 * (graph + graph.T)
+    labels = _spectral_labels(affinity, _laplacian_spectrum(affinity, 4, _pieces_of(affinity)), 3, 0, 4)
     assert calls == [300, 1200]
     assert clustering_accuracy(np.repeat([0, 1, 2], 400), labels) == 1.0
+
+
+@pytest.mark.parametrize("dense", [0, 10_000])
+def test_the_references_spectral_labels_are_scikit_learns(monkeypatch, dense):
+    # three touching blobs, one piece: the embedding from the eigengap's
+    # solve spans scikit-learn's spectral_embedding (its own solver), and
+    # k-means labels the two alike
+    from sklearn.manifold import spectral_embedding
+
+    from fastkds.label_vote import _affinity, _laplacian_spectrum, _spectral_labels
+
+    monkeypatch.setattr(_config, "VOTE_DENSE_EIGEN", dense)
+    R = _three_blobs([[0, 0], [5, 0], [2.5, 4.33]])
+    nearest = LabelVote(R[::15], R, np.zeros(900, dtype=int), 10, 3).neighbours(R, n_neighbors=11)[0]
+    affinity = _affinity(_neighbour_graph(nearest))
+    spectrum = _laplacian_spectrum(affinity, 4, _pieces_of(affinity))
+    theirs = spectral_embedding(affinity, n_components=3, random_state=0, drop_first=False)
+    degree = np.asarray(affinity.sum(axis=1)).ravel()
+    ours = spectrum[1][:, :3] / np.sqrt(degree)[:, None]
+    # the same column space: each of theirs is a combination of ours
+    coef, *_ = np.linalg.lstsq(ours, theirs, rcond=None)
+    np.testing.assert_allclose(ours @ coef, theirs, atol=1e-8)
+    labels = _spectral_labels(affinity, spectrum, 3, 0, 4)
+    oracle = _spectral_labels(affinity, None, 3, 0, 4)  # scikit-learn's solver
+    assert clustering_accuracy(oracle, labels) == 1.0
+    assert clustering_accuracy(np.repeat([0, 1, 2], 300), labels) > 0.95
 
 
 def test_normalised_cut_against_a_dense_oracle():
