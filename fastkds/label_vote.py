@@ -60,7 +60,9 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
    graph shows ``n_clusters`` clusters more clearly than the code graph: a
    larger eigengap ratio (:func:`_clearer`; not computed where the k-means
    labels are already the graph's ``n_clusters`` pieces, which both
-   choices then give); where the k-means labels cut that graph by more
+   choices then give), unless its labels cut it more than the k-means
+   labels do (:func:`normalised_cut`; noisy moons, whose graph's spectral
+   labels cut a moon); where the k-means labels cut that graph by more
    than half of what labels drawn at random would (:func:`_near_random`:
    codes of about one atom, in many features whose noise is most of every
    distance, give a code graph that tells the classes apart no better
@@ -507,18 +509,24 @@ def _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_s
     # ARPACK on a graph of k pieces), is not needed.
     # the graph's spectrum, solved when first asked for and at most once
     spectrum = functools.cache(functools.partial(_laplacian_spectrum, affinity, model.n_clusters + 1, piece))
-    if not _are_pieces(model.labels, piece, n_pieces, model.n_clusters) and (
-        not code_graph_shows
-        or coarse
-        or _near_random(affinity, model.labels, model.n_clusters, least)
-        or (model.exact and code_gap_ratio is not None and _clearer(spectrum(), model.n_clusters, code_gap_ratio))
-    ):
-        if n_pieces == model.n_clusters:
-            fine = piece.astype(np.int32)
-        else:
-            seed = 0 if rng is None else rng.randint(np.iinfo(np.int32).max)
-            fine = _spectral_labels(affinity, spectrum(), model.n_clusters, seed, n_init)
-        return _take_labels(model, fine, nearest, n_jobs)
+    if not _are_pieces(model.labels, piece, n_pieces, model.n_clusters):
+        distrusted = not code_graph_shows or coarse or _near_random(affinity, model.labels, model.n_clusters, least)
+        if distrusted or (
+            model.exact and code_gap_ratio is not None and _clearer(spectrum(), model.n_clusters, code_gap_ratio)
+        ):
+            if n_pieces == model.n_clusters:
+                fine = piece.astype(np.int32)
+            else:
+                seed = 0 if rng is None else rng.randint(np.iinfo(np.int32).max)
+                fine = _spectral_labels(affinity, spectrum(), model.n_clusters, seed, n_init)
+            # Where only the eigengap speaks for the graph, its labels must
+            # also part it better: the spectral labels relax its normalised
+            # cut, and where the k-means labels cut it less they are the
+            # better partition of that same graph (noisy moons, whose
+            # spectral labels cut a moon: docs/experiments.md, "The graph's
+            # labels where they cut it less").
+            if distrusted or normalised_cut(affinity, fine) < normalised_cut(affinity, model.labels):
+                return _take_labels(model, fine, nearest, n_jobs)
     current = model.labels
     n_labels = np.unique(current).size
     for _ in range(_config.VOTE_MAX_ROUNDS):

@@ -604,6 +604,29 @@ def test_an_exact_search_takes_the_references_graph_where_it_shows_k_clusters_mo
     assert not _clearer(None, 3, 2.0)  # the eigensolver did not converge
 
 
+def test_the_graphs_labels_that_cut_it_more_than_the_first_are_not_taken():
+    # noisy moons: their exact 10-NN graph shows two clusters more clearly
+    # than a code graph of ratio 1, but its spectral labels cut a moon, and
+    # cut that graph more than the moons do; the references keep the vote
+    # of the first labels (the moons)
+    from sklearn.datasets import make_moons as sklearn_moons
+
+    from fastkds.label_vote import _affinity, _clearer, _laplacian_spectrum, _spectral_labels, normalised_cut
+
+    R, moon = sklearn_moons(2000, noise=0.1, random_state=1)
+    first = moon.astype(np.int32)
+    model, reference_labels = fit_label_vote(R[::50], R, first, 10, 2, code_gap_ratio=1.0)
+    assert model.exact
+    graph = _neighbour_graph(model.neighbours(R, n_neighbors=11)[0])
+    affinity = _affinity(graph)
+    spectrum = _laplacian_spectrum(affinity, 3, _pieces_of(graph))
+    assert _clearer(spectrum, 2, 1.0)
+    spectral = _spectral_labels(affinity, spectrum, 2, 0, 10)
+    assert clustering_accuracy(moon, spectral) < 0.9
+    assert normalised_cut(affinity, spectral) > normalised_cut(affinity, first)
+    assert clustering_accuracy(moon, reference_labels) > 0.99
+
+
 def test_labels_that_are_the_pieces_need_no_eigengap(monkeypatch):
     # three blobs, each its own piece, first labels that are the pieces
     # (numbered otherwise): the eigengap test is not run, and the partition
