@@ -126,8 +126,9 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         concentric circles), the labels come from that graph instead: its
         pieces, or its spectral clustering; so too where the search is
         exact and that graph shows ``n_clusters`` clusters more clearly
-        than the code graph (a larger eigengap ratio ``mu_{k+1} / mu_k``),
-        and where the code graph has fewer than ``n_clusters`` spread modes
+        than the code graph (a larger eigengap ratio ``mu_{k+1} / mu_k``)
+        and its spectral clustering cuts it less than the k-means labels
+        do, and where the code graph has fewer than ``n_clusters`` spread modes
         (classes of a few points each, whose atoms code them alone: without
         the vote such a fit raises, naming the modes there are). And where
         a narrower graph (fewer neighbours than ``vote_neighbors``) falls
