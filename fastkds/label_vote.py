@@ -505,9 +505,8 @@ def _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_s
     # SpectralClustering's own) shows k clusters more clearly. Where the
     # k-means labels are its k pieces, either labels give the same
     # partition (the rounds change nothing: each reference's q nearest lie
-    # in its piece), and its eigengap, most of a small fit (shift-invert
-    # ARPACK on a graph of k pieces), is not needed.
-    # the graph's spectrum, solved when first asked for and at most once
+    # in its piece), so no test is made and no spectrum solved. The
+    # spectrum is solved when first asked for, and at most once.
     spectrum = functools.cache(functools.partial(_laplacian_spectrum, affinity, model.n_clusters + 1, piece))
     if not _are_pieces(model.labels, piece, n_pieces, model.n_clusters):
         distrusted = not code_graph_shows or coarse or _near_random(affinity, model.labels, model.n_clusters, least)
@@ -707,25 +706,23 @@ def _laplacian_spectrum(affinity, n_vectors, piece):
     v0 = np.random.RandomState(0).uniform(-1.0, 1.0, n)
     n_pieces = int(piece.max()) + 1
     if n_pieces < n_vectors:
-        root = np.sqrt(np.asarray(affinity.sum(axis=1)).ravel())
         null = np.zeros((n, n_pieces))
-        null[np.arange(n), piece] = root
+        null[np.arange(n), piece] = _root_degrees(affinity)
         null /= np.linalg.norm(null, axis=0)
         shifted = 2.0 * sparse.identity(n, format="csr") - L
 
-        def product(x):
-            x = x - null @ (null.T @ x)
-            return shifted @ x
+        def projected(x):  # x without its part along the pieces' vectors
+            return x - null @ (null.T @ x)
 
         rest = n_vectors - n_pieces
         ncv = min(n - 1, max(2 * rest + 1, 20))
         try:
             theta, vectors = eigsh(
-                LinearOperator((n, n), matvec=product, dtype=np.float64),
+                LinearOperator((n, n), matvec=lambda x: shifted @ projected(x), dtype=np.float64),
                 k=rest,
                 which="LA",
                 ncv=ncv,
-                v0=v0 - null @ (null.T @ v0),
+                v0=projected(v0),
                 maxiter=max(1, _config.VOTE_LANCZOS_PRODUCTS // (ncv - rest)),
             )
         except ArpackNoConvergence:
@@ -743,6 +740,13 @@ def _laplacian_spectrum(affinity, n_vectors, piece):
         return None
     order = np.argsort(mu)
     return mu[order], vectors[:, order]
+
+
+def _root_degrees(affinity):
+    """The square roots of the references' degrees in ``affinity``: the
+    normalised Laplacian's eigenvector of eigenvalue 0 on each piece, and
+    the scale its other eigenvectors are divided by for k-means."""
+    return np.sqrt(np.asarray(affinity.sum(axis=1)).ravel())
 
 
 def _clearer(spectrum, n_clusters, code_gap_ratio):
@@ -779,8 +783,7 @@ def _spectral_labels(affinity, spectrum, n_clusters, seed, n_init):
             warnings.simplefilter("ignore", UserWarning)  # "Graph is not fully connected": we know
             embedding = spectral_embedding(affinity, n_components=n_clusters, random_state=seed, drop_first=False)
     else:
-        degree = np.asarray(affinity.sum(axis=1)).ravel()
-        embedding = spectrum[1][:, :n_clusters] / np.sqrt(degree)[:, None]
+        embedding = spectrum[1][:, :n_clusters] / _root_degrees(affinity)[:, None]
     return fit_kmeans(embedding, n_clusters, n_init, seed).labels_.astype(np.int32)
 
 
