@@ -46,8 +46,8 @@ def _shape_problem(m, d, T):
 def test_encode_shape(benchmark, m, d, T, impl):
     Y, W = _shape_problem(m, d, T)
     if impl == "fastkds":
-        sparse_encode(Y[:32], W, lam=0.5, n_iter=T)  # compile
-        fn = lambda: sparse_encode(Y, W, lam=0.5, n_iter=T)  # noqa: E731
+        sparse_encode(Y[:32], W, lam=0.5, encoder="apg", n_iter=T)  # compile
+        fn = lambda: sparse_encode(Y, W, lam=0.5, encoder="apg", n_iter=T)  # noqa: E731
     else:
         fn = lambda: _naive.encode(Y, W, 0.5, T)  # noqa: E731
     X = benchmark.pedantic(fn, rounds=1, iterations=1)

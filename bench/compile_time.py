@@ -23,7 +23,7 @@ Y, _ = fastkds.make_moons(200, random_state=0)
 out = [t_import]
 for dtype in (np.float64, np.float32):
     t0 = time.perf_counter()
-    fastkds.sparse_encode(Y.astype(dtype), Y[:8], lam=1.0, n_iter=3)
+    fastkds.sparse_encode(Y.astype(dtype), Y[:8], lam=1.0, encoder="apg", n_iter=3)
     out.append(time.perf_counter() - t0)
 t0 = time.perf_counter()
 with warnings.catch_warnings():

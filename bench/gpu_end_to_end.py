@@ -212,8 +212,8 @@ def torch_rows(args, gpu):
     Y = mnist_like(args.mnist_n).astype(np.float32)
     W = Y[np.random.default_rng(1).choice(Y.shape[0], m, replace=False)].astype(np.float64)
     check = slice(0, 2000)
-    sparse_encode(Y[:2000], W, lam=lam, n_iter=T, device="cuda")  # compile
-    t, C = best_of(lambda: sparse_encode(Y, W, lam=lam, n_iter=T, device="cuda"), args.repeat)
+    sparse_encode(Y[:2000], W, lam=lam, encoder="apg", n_iter=T, device="cuda")  # compile
+    t, C = best_of(lambda: sparse_encode(Y, W, lam=lam, encoder="apg", n_iter=T, device="cuda"), args.repeat)
     ours = Y.shape[0] / t
     f_ours = objective(Y[check], W, C[check].toarray(), lam)
     print(f"torch: fastkds sparse_encode(device='cuda') {Y.shape[0]:,} x 784, m={m}, T={T}, float32: "
@@ -222,12 +222,12 @@ def torch_rows(args, gpu):
     # fewest steps whose codes are as good as the paper's T on these points
     equal_T, ours_equal, target = T, ours, f_paper(Y[check], W, lam, T)
     for steps in (10, 15, 20, 25, 30, 40, 50, 75):
-        C_steps = sparse_encode(Y[check], W, lam=lam, n_iter=steps, device="cuda")
+        C_steps = sparse_encode(Y[check], W, lam=lam, encoder="apg", n_iter=steps, device="cuda")
         if objective(Y[check], W, C_steps.toarray(), lam) <= target:
             equal_T = steps
             break
     if equal_T < T:
-        t, C = best_of(lambda: sparse_encode(Y, W, lam=lam, n_iter=equal_T, device="cuda"), args.repeat)
+        t, C = best_of(lambda: sparse_encode(Y, W, lam=lam, encoder="apg", n_iter=equal_T, device="cuda"), args.repeat)
         ours_equal = Y.shape[0] / t
         print(f"torch: fastkds at T={equal_T}, the fewest steps whose mean objective is at most the paper's "
               f"T={T} ({target:.6f}; NumPy, float64): {ours_equal:,.0f} points/s, mean objective "

@@ -90,8 +90,8 @@ def run_case(name, Y, m, T, lam, n_gpu, n_cpu, n_check, chunk, repeat, dtype, gp
     if cpu_cache is not None and key in cpu_cache:
         t_cpu, C_cpu = cpu_cache[key]
     else:
-        sparse_encode(Yc[:256], W, lam=lam, n_iter=T)  # compile / load cache
-        t_cpu, C_cpu = best_of(lambda: sparse_encode(Yc, W, lam=lam, n_iter=T), repeat)
+        sparse_encode(Yc[:256], W, lam=lam, encoder="apg", n_iter=T)  # compile / load cache
+        t_cpu, C_cpu = best_of(lambda: sparse_encode(Yc, W, lam=lam, encoder="apg", n_iter=T), repeat)
         if cpu_cache is not None:
             cpu_cache[key] = (t_cpu, C_cpu)
 

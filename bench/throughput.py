@@ -68,10 +68,13 @@ def main():
     for dtype in (np.float64, np.float32):
         Yd = Y.astype(dtype)
         t0 = time.perf_counter()
-        sparse_encode(Yd[:64], W, lam=lam, n_iter=T, step=args.step)
+        sparse_encode(Yd[:64], W, lam=lam, encoder="apg", n_iter=T, step=args.step)
         print(f"  first call (compile or cache load), {np.dtype(dtype).name}: {time.perf_counter() - t0:.2f} s")
         name = np.dtype(dtype).name
-        sec = best_of(lambda: sparse_encode(Yd, W, lam=lam, n_iter=T, n_jobs=args.n_jobs, step=args.step), args.repeat)
+        sec = best_of(
+            lambda: sparse_encode(Yd, W, lam=lam, encoder="apg", n_iter=T, n_jobs=args.n_jobs, step=args.step),
+            args.repeat,
+        )
         sec_naive = best_of(lambda: _naive.encode(Yd, W.astype(dtype), lam, T, step=args.step), oracle_repeat)
         how = f"best of {args.repeat}" + ("" if oracle_repeat == args.repeat else f", oracle best of {oracle_repeat}")
         print(

@@ -123,26 +123,69 @@ def runs_on_cuda(device):
         return get_backend(device).name == "cuda"
 
 
+def resolve_encoder(encoder, device, lam):
+    """The encoder that ``encoder="auto"`` stands for (any other comes back as it is).
+
+    The exact codes (``"active-set"``) on the CPU where ``lam`` is at most
+    :data:`~fastkds._config.EXACT_CODES_MAX_LAM`. Locality keeps a
+    point's support to a handful of atoms, so the active set reaches the
+    optimum in about as many steps, for about the cost of the product
+    ``Y W^T``, where the accelerated encoder spends all of its ``n_iter``
+    steps on every point and may still stop short of the optimum.
+
+    The accelerated encoder (``"apg"``) elsewhere. The GPU runs no other
+    (nor does the unrolled solver, which sets it itself). And at a larger
+    ``lam`` most exact codes hold one atom: a point between two atoms
+    codes with both only within a band ``1 / (1 + 2 lam)`` of their
+    distance wide, so few points link neighbouring atoms, and the code
+    graph falls into pieces that are not clusters (docs/algorithm.md,
+    "Exact codes by default"); the accelerated encoder stopped after T
+    steps gives longer codes that keep the links.
+
+    Parameters
+    ----------
+    encoder : {"auto", "apg", "active-set"}
+        Validated (:func:`fastkds.prepared.check_encoder`).
+    device : {"cpu", "cuda", "auto"}
+    lam : float
+        The locality weight, validated.
+
+    Returns
+    -------
+    {"apg", "active-set"}
+    """
+    if encoder != "auto":
+        return encoder
+    if lam > _config.EXACT_CODES_MAX_LAM or runs_on_cuda(device):
+        return "apg"
+    return "active-set"
+
+
 def get_backend(device, encoder="apg"):
     """The backend for ``device`` in {"cpu", "cuda", "auto"}.
 
     ``"cuda"`` raises a RuntimeError naming the cause when CUDA cannot run;
     ``"auto"`` falls back to the CPU with a one-line warning. The GPU runs
-    the accelerated encoder only: with another ``encoder``, ``"cuda"``
+    the accelerated encoder only: with another ``encoder`` (not ``"auto"``,
+    which :func:`resolve_encoder` turns into that one there), ``"cuda"``
     raises a ValueError and ``"auto"`` warns and takes the CPU.
     """
     check_choice(device, "device", DEVICES)
     if device == "cpu":
         return CpuBackend()
-    if encoder != "apg":
-        if device == "cuda":
-            raise ValueError(_CPU_ONLY.format(encoder=encoder))
-        warn(f"device='auto': {_CPU_ONLY.format(encoder=encoder)}; running on the CPU", DeviceFallbackWarning)
-        return CpuBackend()
+    runs_there = encoder in ("apg", "auto")
     if device == "cuda":
+        if not runs_there:
+            raise ValueError(_CPU_ONLY.format(encoder=encoder))
         return CudaBackend()
+    # "auto": a missing GPU is named first, whatever the encoder ("auto"
+    # resolves to the CPU's exact codes there)
     try:
-        return CudaBackend()
+        backend = CudaBackend()
     except (RuntimeError, ImportError) as exc:
         warn(f"device='auto': no usable CUDA GPU, running on the CPU ({exc})", DeviceFallbackWarning)
         return CpuBackend()
+    if not runs_there:
+        warn(f"device='auto': {_CPU_ONLY.format(encoder=encoder)}; running on the CPU", DeviceFallbackWarning)
+        return CpuBackend()
+    return backend

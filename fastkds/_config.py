@@ -30,6 +30,13 @@ PRESAMPLE_MIN = 20_000
 PRESAMPLE_PER_ATOM = 200
 PRESAMPLE_FACTOR = 5
 
+#: ``encoder="auto"`` takes the exact codes up to this ``lam``
+#: (:func:`fastkds._backends.resolve_encoder`): a point between two atoms
+#: codes with both within a band ``1 / (1 + 2 lam)`` of their distance wide,
+#: so from lam = 1 down at least a third of such points link the two atoms
+#: in the code graph, and past it ever fewer do.
+EXACT_CODES_MAX_LAM = 1.0
+
 #: ``n_atoms="auto"`` of :class:`fastkds.KDSClustering`: about sqrt(n) atoms,
 #: within these bounds (see :func:`fastkds._validation.auto_n_atoms`).
 AUTO_ATOMS_MIN = 16

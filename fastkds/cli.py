@@ -153,8 +153,9 @@ def _reporting(report):
         yield
 
 
-def _kernels_need_compiling(dtype, n_features):
-    """Whether a CPU fit on such data will compile its main kernels first.
+def _kernels_need_compiling(dtype, n_features, encoder):
+    """Whether a CPU fit on such data with ``encoder`` ("apg" or
+    "active-set") will compile its main kernels first.
 
     True when the encoder or the statistics kernel for ``dtype`` is neither
     loaded in this process nor in Numba's on-disk cache for this machine and
@@ -162,15 +163,16 @@ def _kernels_need_compiling(dtype, n_features):
     cache internals differ). Cheap: reads two small cache index files.
     """
     try:
-        from . import _kernels
+        from . import _active_set, _kernels
 
-        encoder = (
-            _kernels.encode_codes_lockstep
-            if n_features <= _kernels.LOCKSTEP_MAX_FEATURES
-            else _kernels.encode_codes_points
-        )
+        if encoder == "active-set":
+            encode = _active_set.encode_codes_active_set
+        elif n_features <= _kernels.LOCKSTEP_MAX_FEATURES:
+            encode = _kernels.encode_codes_lockstep
+        else:
+            encode = _kernels.encode_codes_points
         name = np.dtype(dtype).name
-        for kernel in (encoder, _kernels.accumulate_statistics):
+        for kernel in (encode, _kernels.accumulate_statistics):
             if any(name in str(sig) for sig in kernel.signatures):
                 continue  # compiled or loaded in this process already
             # Numba's own test (numba.core.caching.Cache.load_overload): an
@@ -185,9 +187,13 @@ def _kernels_need_compiling(dtype, n_features):
         return None
 
 
-def _announce_compilation(report, dtype, n_features, device):
-    """Say so before the first kernel call when it will compile (cold cache)."""
-    if device == "cpu" and _kernels_need_compiling(dtype, n_features):
+def _announce_compilation(report, dtype, n_features, model):
+    """Say so before ``model``'s first kernel call when it will compile (cold cache)."""
+    from ._backends import resolve_encoder
+
+    if model.device != "cpu":
+        return
+    if _kernels_need_compiling(dtype, n_features, resolve_encoder(model.encoder, "cpu", model.lam)):
         report.stage(_COMPILE_NOTICE)
 
 
@@ -231,13 +237,14 @@ def _demo(args):
     Y, labels = make_moons(args.n, random_state=args.seed)
     t_data = time.perf_counter() - t0
 
-    # the paper's moons settings and its labels (no neighbours' vote): the
-    # demo times the method as published, its stages as the rows below
+    # the paper's moons settings, its encoder and its labels (no neighbours'
+    # vote): the demo times the method as published, its stages as the rows below
     model = KDSClustering(
         2,
         n_atoms=args.atoms,
         lam=args.lam,
         n_iter=args.n_iter,
+        encoder="apg",
         max_epochs=args.epochs,
         vote_neighbors=None,
         random_state=args.seed,
@@ -250,7 +257,7 @@ def _demo(args):
     # work: two epochs of the same model reach every kernel the fit calls
     # (the seeding, the encoder, the statistics), and the sampler the
     # warm-start subsamples are drawn with
-    _announce_compilation(report, Y.dtype, Y.shape[1], args.device)
+    _announce_compilation(report, Y.dtype, Y.shape[1], model)
     t0 = time.perf_counter()
     few = Y[: max(64, 2 * args.atoms)]
     with warnings.catch_warnings():
@@ -509,7 +516,7 @@ def _cluster(args):
         device=args.device,
     )
     dtype = np.float32 if Y.dtype == np.float32 else np.float64  # the dtype the fit computes in
-    _announce_compilation(report, dtype, Y.shape[1], args.device)
+    _announce_compilation(report, dtype, Y.shape[1], model)
     report.stage(
         f"fitting: k={args.k}, {args.atoms} atoms, T={args.n_iter}, lam={args.lam}, up to {args.epochs} epochs"
     )

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _kernels
-from ._backends import CpuBackend, get_backend
+from ._backends import CpuBackend, get_backend, resolve_encoder
 from ._config import numba_threads
 from .diskcodes import DiskCodesWriter
 from ._validation import (
@@ -65,7 +65,7 @@ def sparse_encode(
     lam=1.0,
     n_iter=50,
     step="centred",
-    encoder="apg",
+    encoder="auto",
     chunk_size=None,
     n_jobs=None,
     device="cpu",
@@ -73,10 +73,10 @@ def sparse_encode(
     """Sparse simplex codes of ``Y`` in a fixed dictionary (the KDS encoder).
 
     Minimises ``1/2 ||y - x W||^2 + lam * sum_j x_j ||y - w_j||^2`` over the
-    simplex for each point: by T steps of the paper's accelerated projected
-    gradient from x = 0 with step ``1 / sigma_max(W - mean
-    atom)^2`` or the paper's ``1 / sigma_max(W)^2``, or exactly by
-    an active-set method (docs/algorithm.md).
+    simplex for each point: exactly, by an active-set method, or by T steps
+    of the paper's accelerated projected gradient from x = 0 with step
+    ``1 / sigma_max(W - mean atom)^2`` or the paper's ``1 /
+    sigma_max(W)^2`` (docs/algorithm.md).
 
     Parameters
     ----------
@@ -88,8 +88,11 @@ def sparse_encode(
         Iterations T of the accelerated encoder (``encoder="apg"``).
     step : {"centred", "paper"}, default="centred"
         The accelerated encoder's step; see :class:`~fastkds.prepared.PreparedDictionary`.
-    encoder : {"apg", "active-set"}, default="apg"
-        T accelerated steps, or the exact codes; see :class:`~fastkds.prepared.PreparedDictionary`.
+    encoder : {"auto", "apg", "active-set"}, default="auto"
+        T accelerated steps, or the exact codes; see
+        :class:`~fastkds.prepared.PreparedDictionary`. ``"auto"``: the exact
+        codes on the CPU up to ``lam=1``, the accelerated steps past it and
+        on the GPU (:func:`fastkds._backends.resolve_encoder`).
     chunk_size : int or None
         Rows encoded at once; by default chosen from a 64 MiB budget.
     n_jobs : int or None
@@ -107,7 +110,7 @@ def sparse_encode(
     lam = check_nonneg_float(lam, "lam")
     n_iter = check_positive_int(n_iter, "n_iter")
     step = check_step(step)
-    encoder = check_encoder(encoder)
+    encoder = resolve_encoder(check_encoder(encoder), device, lam)
     n_jobs = check_n_jobs(n_jobs)
     backend = get_backend(device, encoder)
     if chunk_size is None:

@@ -213,14 +213,17 @@ class _NearAtoms:
 #: The encoder's step rules (the ``step`` parameter of the estimators).
 STEPS = ("centred", "paper")
 
-#: The encoders (the ``encoder`` parameter of the estimators): T steps of the
-#: paper's accelerated projected gradient (:mod:`fastkds._kernels`), or exact
-#: codes by the active-set method (:mod:`fastkds._active_set`).
+#: The encoders a prepared dictionary runs: T steps of the paper's
+#: accelerated projected gradient (:mod:`fastkds._kernels`), or exact codes
+#: by the active-set method (:mod:`fastkds._active_set`).
 ENCODERS = ("apg", "active-set")
 
 
 def check_encoder(encoder):
-    """``encoder`` validated: one of :data:`ENCODERS`.
+    """``encoder`` validated: ``"auto"`` or one of :data:`ENCODERS` (the
+    ``encoder`` parameter of the estimators and of
+    :func:`fastkds.sparse_encode`; :func:`fastkds._backends.resolve_encoder`
+    says what ``"auto"`` stands for).
 
     Parameters
     ----------
@@ -234,9 +237,9 @@ def check_encoder(encoder):
     Raises
     ------
     ValueError
-        If it is not one of :data:`ENCODERS`.
+        If it is neither.
     """
-    return check_choice(encoder, "encoder", ENCODERS)
+    return check_choice(encoder, "encoder", ("auto", *ENCODERS))
 
 
 def check_step(step):
@@ -293,7 +296,7 @@ class PreparedDictionary:
     def __init__(self, W, lam, n_iter, dtype, step="centred", encoder="apg"):
         self.dtype = np.dtype(dtype)
         self.step = check_step(step)
-        self.encoder = check_encoder(encoder)
+        self.encoder = check_choice(encoder, "encoder", ENCODERS)
         #: points the active-set encoder handed to the accelerated one so far
         #: (affinely dependent atoms in a support, see fastkds._active_set)
         self.n_fallbacks = 0

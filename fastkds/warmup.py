@@ -42,10 +42,10 @@ def warmup(dtypes=(np.float64, np.float32)):
     # Each call below reaches kernels no other call does (tests/test_warmup.py
     # names every kernel Python code calls and checks each gets a signature):
     # the projection; both encoders with many features (the per-point path);
-    # the encoder with far atoms (may_use_far, gather_block, scatter_slots);
-    # dense codes and their CSR assembly (slots_to_dense, fill_csr); the
-    # exact solver with few features (lockstep encoder, statistics, k-means++
-    # seeding) and the clusterer's neighbours' vote (an exact search of
+    # the accelerated encoder with far atoms (may_use_far, gather_block,
+    # scatter_slots); dense codes and their CSR assembly (slots_to_dense,
+    # fill_csr); the exact solver with few features and the accelerated
+    # encoder (lockstep encoder, statistics, k-means++ seeding) and the clusterer's neighbours' vote (an exact search of
     # short rows, its cells pruned: search_pruned, cell_radii); the
     # vote's search with few features in probed cells, with many features in
     # cells of many references and of few, and for a point whose probed
@@ -69,12 +69,12 @@ def warmup(dtypes=(np.float64, np.float32)):
         for encoder in ("apg", "active-set"):
             sparse_encode(Y8d, Y8d[:4], n_iter=3, encoder=encoder)
         # two atoms far out from ten: the far-atom split's kernels
-        sparse_encode(Y8d, np.vstack([Y8d[:10], Y8d[:2] + 20]), n_iter=3)
+        sparse_encode(Y8d, np.vstack([Y8d[:10], Y8d[:2] + 20]), n_iter=3, encoder="apg")
         codes, _ = PreparedDictionary(Y8d[:4], 1.0, 3, dtype).encode_dense(Y8d)
         csr_from_dense(codes)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            KDSClustering(2, n_atoms=4, n_iter=3, max_epochs=2, n_init=1, random_state=0).fit(Yd)
+            KDSClustering(2, n_atoms=4, n_iter=3, encoder="apg", max_epochs=2, n_init=1, random_state=0).fit(Yd)
             KDS(4, n_iter=3, solver="unrolled", max_epochs=1, batch_size=32, random_state=0).fit(Yd)
         # few features, cells probed (the clusterer's few references search exactly)
         LabelVote(Yd[:16], Yd, np.arange(64) % 2, 5, 2, n_probe=2).predict(Yd)

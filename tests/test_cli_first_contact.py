@@ -355,12 +355,12 @@ def test_compile_notice_comes_before_the_fit(tmp_path, data, capsys, monkeypatch
     """A cold kernel cache is announced before the fit starts; a warm one is not."""
     folder, _, _ = data
     argv = ["cluster", str(folder / "points.npy"), *FAST, "-o", str(tmp_path / "l.npy")]
-    monkeypatch.setattr(cli, "_kernels_need_compiling", lambda dtype, n_features: True)
+    monkeypatch.setattr(cli, "_kernels_need_compiling", lambda dtype, n_features, encoder: True)
     assert main(argv) == 0
     lines = capsys.readouterr().err.splitlines()
     assert lines[1].startswith("fastkds: compiling kernels (first run only")
     assert lines[2].startswith("fastkds: fitting")
-    monkeypatch.setattr(cli, "_kernels_need_compiling", lambda dtype, n_features: False)
+    monkeypatch.setattr(cli, "_kernels_need_compiling", lambda dtype, n_features, encoder: False)
     assert main(argv) == 0
     assert "compiling" not in capsys.readouterr().err
 
@@ -369,8 +369,12 @@ def test_kernels_need_compiling_reads_the_cache(tmp_path, data):
     """The test behind the notice: False here, where the fits above loaded
     the kernels; True in a fresh process with an empty Numba cache folder
     (it only reads the cache index, so nothing compiles)."""
-    assert cli._kernels_need_compiling(np.float64, 2) is False
-    code = "import numpy as np; from fastkds.cli import _kernels_need_compiling as f; print(f(np.float64, 2))"
+    for encoder in ("active-set", "apg"):
+        assert cli._kernels_need_compiling(np.float64, 2, encoder) is False
+    code = (
+        "import numpy as np; from fastkds.cli import _kernels_need_compiling as f; "
+        "print(f(np.float64, 2, 'active-set'), f(np.float64, 2, 'apg'))"
+    )
     proc = _run_python(["-c", code], tmp_path, env={"NUMBA_CACHE_DIR": str(tmp_path / "cache")})
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["True"]
+    assert proc.stdout.split() == ["True", "True"]

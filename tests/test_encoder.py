@@ -464,7 +464,8 @@ def test_active_set_float32_with_a_far_atom_is_optimal():
     float64 ones to float32's rounding (a tolerance scaled by the largest
     atom once accepted supports 46% above the optimal objective)."""
     Y, _ = fastkds.make_moons(400, random_state=0)
-    W = np.vstack([fastkds.KDS(20, random_state=0).fit(Y).components_, [[100.0, 100.0]]])
+    # the atoms the accelerated encoder trains (those of the case found)
+    W = np.vstack([fastkds.KDS(20, encoder="apg", random_state=0).fit(Y).components_, [[100.0, 100.0]]])
     exact = fastkds.sparse_encode(Y, W, encoder="active-set").toarray()
     single = fastkds.sparse_encode(Y.astype(np.float32), W.astype(np.float32), encoder="active-set").toarray()
     f, f32 = _naive.objective(Y, W, exact, 1.0), _naive.objective(Y, W, single.astype(np.float64), 1.0)
@@ -522,6 +523,26 @@ def test_active_set_single_atom_and_points_at_atoms():
     W = np.random.default_rng(2).normal(size=(6, 3))
     C = fastkds.sparse_encode(W.copy(), W, lam=1.0, encoder="active-set")
     np.testing.assert_allclose(C.toarray(), np.eye(6), atol=1e-12)
+
+
+def test_auto_encoder_is_exact_on_the_cpu_up_to_lam_1():
+    """encoder="auto" (the default): the exact codes on the CPU at lam <= 1,
+    optimal by the NumPy oracle's KKT conditions; the accelerated steps past
+    it and on the GPU; an encoder named stays as named."""
+    from fastkds._backends import resolve_encoder
+
+    assert resolve_encoder("auto", "cpu", 1.0) == "active-set"
+    assert resolve_encoder("auto", "cpu", 1.5) == "apg"
+    assert resolve_encoder("auto", "cuda", 0.5) == "apg"
+    assert resolve_encoder("apg", "cpu", 0.5) == "apg"
+    assert resolve_encoder("active-set", "cpu", 5.0) == "active-set"
+    Y, W = make_problem(5, 300, 6, 12)
+    for lam, named in ((0.5, "active-set"), (1.0, "active-set"), (3.0, "apg")):
+        C = fastkds.sparse_encode(Y, W, lam=lam, n_iter=20).toarray()
+        np.testing.assert_array_equal(C, fastkds.sparse_encode(Y, W, lam=lam, n_iter=20, encoder=named).toarray())
+    model = fastkds.KDSClustering(2, random_state=0).fit(Y)
+    codes = model.kds_.transform(Y).toarray()
+    assert _naive.kkt_residual(Y, model.components_, codes, 1.0).max() < 1e-10
 
 
 def test_encoder_validated():

@@ -145,7 +145,7 @@ def test_kds_stops_at_the_first_epoch_that_does_not_improve(tol):
     Y = repeated_moons_with_outliers(1)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        kds = KDS(16, tol=tol, max_epochs=60, step="paper", random_state=1).fit(Y)
+        kds = KDS(16, tol=tol, max_epochs=60, step="paper", encoder="apg", random_state=1).fit(Y)
     F = kds.objective_
     assert F[-1] > F[-2]  # the objective rose: a change of more than tol, but no improvement
     # every epoch before the last lowered the lowest objective so far by more than tol of it
@@ -202,7 +202,7 @@ def test_kds_active_set_transform_gives_optimal_codes(moons):
 
 
 def test_kds_transform_matches_numpy_oracle(kds_moons, codes_moons, moons):
-    """The default encoder: T=15 accelerated steps on the centred problem, as the oracle's."""
+    """The encoder "auto" takes at lam = 5: T=15 accelerated steps on the centred problem, as the oracle's."""
     expected = _naive.encode(moons[0], kds_moons.components_, 5.0, 15)
     np.testing.assert_allclose(codes_moons.toarray(), expected, rtol=0, atol=1e-10)
 
@@ -355,7 +355,7 @@ def test_clustering_auto_finds_number_of_blobs(centers):
     assert model.embedding_.shape == (600, 2 * k)
     # One eigenvalue 1 per connected component of the code graph.
     np.testing.assert_allclose(model.eigenvalues_[:k], 1.0, atol=1e-8)
-    assert model.eigenvalues_[k] < 0.9
+    assert model.eigenvalues_[k] < 0.95  # each blob's atoms linked (the exact codes: 0.90-0.91)
     assert clustering_accuracy(labels, model.labels_) == 1.0
 
 

@@ -243,7 +243,10 @@ def test_convergence_warning_points_at_the_callers_line(call):
 
 def test_off_centre_warning_points_at_the_callers_line():
     Y, _ = make_moons(200, random_state=0)
-    w = _one(_caught(lambda: KDS(4, step="paper", max_epochs=2, random_state=0).fit(Y + 1000.0)), OffCentreDataWarning)
+    w = _one(
+        _caught(lambda: KDS(4, step="paper", encoder="apg", max_epochs=2, random_state=0).fit(Y + 1000.0)),
+        OffCentreDataWarning,
+    )
     assert w.filename == __file__
 
 

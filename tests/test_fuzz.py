@@ -227,11 +227,11 @@ def test_sparse_encode_wellformed(problem, T, data):
     """Well-formed CSR codes on the simplex; chunking does not change them."""
     Y, W, lam = problem
     Y0, W0 = Y.copy(), W.copy()
-    C = sparse_encode(Y, W, lam=lam, n_iter=T, n_jobs=1)
+    C = sparse_encode(Y, W, lam=lam, encoder="apg", n_iter=T, n_jobs=1)
     assert np.array_equal(Y, Y0) and np.array_equal(W, W0), "input modified"
     assert_csr_codes(C, Y.shape[0], W.shape[0], Y.dtype)
     chunk = data.draw(st.integers(1, Y.shape[0]), label="chunk_size")
-    Cc = sparse_encode(Y, W, lam=lam, n_iter=T, n_jobs=1, chunk_size=chunk)
+    Cc = sparse_encode(Y, W, lam=lam, encoder="apg", n_iter=T, n_jobs=1, chunk_size=chunk)
     assert_csr_codes(Cc, Y.shape[0], W.shape[0], Y.dtype)
     atol = 1e3 * np.finfo(Y.dtype).eps
     np.testing.assert_allclose(Cc.toarray(), C.toarray(), rtol=0, atol=atol)
@@ -324,7 +324,7 @@ def test_sparse_encode_reaches_optimum(problem):
     1.25e-5), the tolerance is that bound instead.
     """
     Y, W, lam = problem
-    C = sparse_encode(Y, W, lam=lam, n_iter=N_ITER_OPTIMAL, n_jobs=1).toarray()
+    C = sparse_encode(Y, W, lam=lam, encoder="apg", n_iter=N_ITER_OPTIMAL, n_jobs=1).toarray()
     for y, x in zip(Y, C):
         x_star, f_exact = exact_simplex_qp(y, W, lam)
         _, f_slsqp = slsqp_simplex(y, W, lam)
@@ -464,7 +464,7 @@ def test_encoder_tiny_dictionary(Y, W, step):
     iterate NaN, and the kernel divided by zero: SystemError.
     """
     with pytest.raises(ValueError, match="rescale") as info:
-        sparse_encode(Y, W, lam=0.0, n_iter=5, step=step)
+        sparse_encode(Y, W, lam=0.0, encoder="apg", n_iter=5, step=step)
     assert_clear_error(info.value)
 
 
@@ -472,7 +472,7 @@ def test_encoder_tiny_dictionary(Y, W, step):
 def test_encoder_tiny_single_atom_centred():
     """The same float64 atom with the centred step: less its mean it is
     zero, so no step is needed (any works), and the one code is 1."""
-    codes = sparse_encode(np.zeros((1, 1)), np.array([[5.6e-156]]), lam=0.0, n_iter=5)
+    codes = sparse_encode(np.zeros((1, 1)), np.array([[5.6e-156]]), lam=0.0, encoder="apg", n_iter=5)
     np.testing.assert_array_equal(codes.toarray(), [[1.0]])
 
 
@@ -486,10 +486,10 @@ def test_encoder_underflowing_dictionary():
     """
     Y = np.array([[0.0, 0.0], [1.0, 0.0]])
     W = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
-    ref = sparse_encode(Y, W, lam=1.0, n_iter=50).toarray()
+    ref = sparse_encode(Y, W, lam=1.0, encoder="apg", n_iter=50).toarray()
     np.testing.assert_allclose(ref, [[1, 0, 0], [0, 1, 0]], atol=1e-12)
     with pytest.raises(ValueError, match="rescale") as info:
-        sparse_encode(Y * 1e-170, W * 1e-170, lam=1.0, n_iter=50)
+        sparse_encode(Y * 1e-170, W * 1e-170, lam=1.0, encoder="apg", n_iter=50)
     assert_clear_error(info.value)
 
 
@@ -507,7 +507,7 @@ def test_encoder_far_data_small_dictionary(Y, W):
     """Finite codes on the simplex (here: all mass on the nearest atom), or a
     clear ValueError."""
     try:
-        C = sparse_encode(Y, W, lam=1.0, n_iter=5)
+        C = sparse_encode(Y, W, lam=1.0, encoder="apg", n_iter=5)
     except ValueError as exc:
         assert_clear_error(exc)
         return

@@ -79,7 +79,7 @@ def test_encode_dense_matches_cpu_and_oracle(d, m, lam, T, dtype, kernel):
     X, obj = prepared.encode_dense(Y)
     assert X.dtype == np.dtype(dtype) and obj.dtype == np.dtype(dtype)
     assert X.shape == (n, m) and obj.shape == (n,)
-    ref_cpu = fastkds.sparse_encode(Y, W, lam=lam, n_iter=T).toarray()
+    ref_cpu = fastkds.sparse_encode(Y, W, lam=lam, encoder="apg", n_iter=T).toarray()
     ref_naive = _naive.encode(Y, W.astype(dtype), lam, T)
     np.testing.assert_allclose(X, ref_cpu, rtol=0, atol=TOL[dtype])
     np.testing.assert_allclose(X, ref_naive, rtol=0, atol=TOL[dtype])
@@ -174,7 +174,7 @@ def test_buffers_are_reused_across_chunks():
     prepared = gpu.CudaPreparedDictionary(W, 1.0, 8, np.float64, kernel="thread")
     buffers = prepared.allocate(16)
     parts = [prepared.encode_dense(Y[a:b], buffers)[0].copy() for a, b in [(0, 16), (16, 30)]]
-    ref = fastkds.sparse_encode(Y, W, lam=1.0, n_iter=8).toarray()
+    ref = fastkds.sparse_encode(Y, W, lam=1.0, encoder="apg", n_iter=8).toarray()
     np.testing.assert_allclose(np.vstack(parts), ref, rtol=0, atol=TOL[np.float64])
 
 
@@ -185,7 +185,7 @@ def test_far_points_and_single_atom(kernel):
     Y[:4] *= 1e6
     prepared = gpu.CudaPreparedDictionary(W, 5.0, 10, np.float64, kernel=kernel)
     X, _ = prepared.encode_dense(Y)
-    ref = fastkds.sparse_encode(Y, W, lam=5.0, n_iter=10).toarray()
+    ref = fastkds.sparse_encode(Y, W, lam=5.0, encoder="apg", n_iter=10).toarray()
     np.testing.assert_allclose(X, ref, rtol=0, atol=TOL[np.float64])
     assert np.all(np.isfinite(X))
     one = gpu.CudaPreparedDictionary(W[:1], 1.0, 5, np.float32, kernel=kernel)
@@ -227,7 +227,7 @@ def test_encode_csr_matches_cpu(chunk_size, dtype, kernel):
     Y, W = make_problem(5, n, 3, m, dtype)
     prepared = gpu.CudaPreparedDictionary(W, 0.5, 10, dtype, kernel=kernel)
     C, obj = gpu.encode_csr_cuda(Y, prepared, chunk_size, return_objective=True)
-    ref = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=10)
+    ref = fastkds.sparse_encode(Y, W, lam=0.5, encoder="apg", n_iter=10)
     assert C.shape == (n, m) and C.dtype == np.dtype(dtype)
     assert C.has_canonical_format
     assert np.all(C.data > 0)
@@ -257,7 +257,7 @@ def test_encode_csr_regrows_the_final_arrays(monkeypatch):
     np.testing.assert_array_equal(C.indices, ix)
     np.testing.assert_array_equal(C.data, dt)
     np.testing.assert_array_equal(obj, obj_dense)
-    assert_same_structure(C, fastkds.sparse_encode(Y, W, lam=0.3, n_iter=8))
+    assert_same_structure(C, fastkds.sparse_encode(Y, W, lam=0.3, encoder="apg", n_iter=8))
 
 
 @pytest.mark.parametrize(
@@ -288,7 +288,7 @@ def test_encode_csr_single_row_and_empty():
     Y, W = make_problem(9, 1, 2, 4)
     prepared = gpu.CudaPreparedDictionary(W, 1.0, 6, np.float64)
     C = gpu.encode_csr_cuda(Y, prepared, 8)
-    assert_same_structure(C, fastkds.sparse_encode(Y, W, lam=1.0, n_iter=6))
+    assert_same_structure(C, fastkds.sparse_encode(Y, W, lam=1.0, encoder="apg", n_iter=6))
     E = gpu.encode_csr_cuda(Y[:0], prepared, 8)
     assert E.shape == (0, 4) and E.nnz == 0
 
@@ -400,7 +400,7 @@ def test_buffers_carry_over_epochs_and_are_checked():
     for prepared, W_used in ((first, W), (second, W[::-1] * 1.1)):
         codes = []
         stats = gpu.run_epoch_cuda(Y, prepared, 12, SufficientStatistics(m, d), buffers, codes_out=codes)
-        ref = fastkds.sparse_encode(Y, W_used, lam=1.0, n_iter=6)
+        ref = fastkds.sparse_encode(Y, W_used, lam=1.0, encoder="apg", n_iter=6)
         assert_same_structure(concatenate_csr(codes, m, np.float64), ref)
         for got, want in zip((stats.XtX, stats.s, stats.XtY), _naive.statistics(ref.toarray(), Y)):
             np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
@@ -460,7 +460,7 @@ def test_kds_fit_on_cuda_matches_cpu(monkeypatch):
     if gpu.in_simulator():
         monkeypatch.setattr(_config, "CUDA_WARP_MIN_ATOMS", 10**9)
     Y, _ = fastkds.make_moons(48, random_state=0)
-    kw = dict(lam=5.0, n_iter=6, max_epochs=2, random_state=0)
+    kw = dict(lam=5.0, n_iter=6, encoder="apg", max_epochs=2, random_state=0)
     cpu = fastkds.KDS(4, device="cpu", **kw).fit(Y)
     gpu_model = fastkds.KDS(4, device="cuda", **kw).fit(Y)
     np.testing.assert_allclose(gpu_model.components_, cpu.components_, rtol=1e-9, atol=1e-10)
@@ -474,8 +474,8 @@ def test_sparse_encode_device_cuda_matches_cpu(monkeypatch):
     if gpu.in_simulator():  # the thread encoder, to keep the simulator quick (36 s with the warp one)
         monkeypatch.setattr(_config, "CUDA_WARP_MIN_ATOMS", 10**9)
     Y, W = make_problem(3, 40, 3, 5)
-    a = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=8, device="cuda")
-    b = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=8, device="cpu")
+    a = fastkds.sparse_encode(Y, W, lam=0.5, encoder="apg", n_iter=8, device="cuda")
+    b = fastkds.sparse_encode(Y, W, lam=0.5, encoder="apg", n_iter=8, device="cpu")
     np.testing.assert_array_equal(a.indptr, b.indptr)
     np.testing.assert_array_equal(a.indices, b.indices)
     np.testing.assert_allclose(a.data, b.data, atol=1e-10)
@@ -489,18 +489,19 @@ def test_passes_keep_their_buffers_for_the_next_call(monkeypatch):
         monkeypatch.setattr(_config, "CUDA_WARP_MIN_ATOMS", 10**9)
     Y, W = make_problem(3, 12, 3, 5)
     gpu.release_buffers()
-    first = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=8, device="cuda", chunk_size=4)
+    first = fastkds.sparse_encode(Y, W, lam=0.5, encoder="apg", n_iter=8, device="cuda", chunk_size=4)
     kept = list(gpu._spare["sets"])
     assert len(kept) == _config.CUDA_BUFFER_SETS and all(b.capacity == 4 for b in kept)
     prepared = gpu.CudaPreparedDictionary(W, 0.5, 8, np.float64)
     taken = gpu._spare_sets(prepared, 4, 2)
     assert taken == kept[:2] and gpu._spare["sets"] == kept[2:]  # out of the pool while in use
     gpu._keep_sets(prepared, 4, taken)
-    again = fastkds.sparse_encode(Y, W, lam=0.5, n_iter=8, device="cuda", chunk_size=4)
+    again = fastkds.sparse_encode(Y, W, lam=0.5, encoder="apg", n_iter=8, device="cuda", chunk_size=4)
     assert {id(b) for b in gpu._spare["sets"]} == {id(b) for b in kept}
     np.testing.assert_array_equal(again.indices, first.indices)
     np.testing.assert_array_equal(again.data, first.data)
-    fastkds.sparse_encode(Y, W, lam=0.5, n_iter=8, device="cuda", chunk_size=6)  # another shape replaces them
+    # another shape replaces them
+    fastkds.sparse_encode(Y, W, lam=0.5, encoder="apg", n_iter=8, device="cuda", chunk_size=6)
     assert all(b.capacity == 6 for b in gpu._spare["sets"])
     gpu.release_buffers()
     assert gpu._spare["sets"] == []

@@ -70,13 +70,13 @@ def test_far_atoms_split_matches_the_numpy_twin(d, dtype):
     Yc = Y - prep.shift
     uses_far = prep.may_use_far(Yc @ prep.W.T, np.einsum("ij,ij->i", Yc, Yc))
     assert 0 < uses_far.sum() < 10  # the far points, and no blob point
-    X = sparse_encode(Y, W, lam=1.0, n_iter=40).toarray()
+    X = sparse_encode(Y, W, lam=1.0, encoder="apg", n_iter=40).toarray()
     np.testing.assert_allclose(X, _naive.encode(Y, W, 1.0, 40), rtol=0, atol=TOL[dtype])
     # chunks of 7 rows: the same codes
-    X7 = sparse_encode(Y, W, lam=1.0, n_iter=40, chunk_size=7).toarray()
+    X7 = sparse_encode(Y, W, lam=1.0, encoder="apg", n_iter=40, chunk_size=7).toarray()
     np.testing.assert_allclose(X7, X, rtol=0, atol=TOL[dtype])
     # moved far from the origin, with the atoms: the same codes
-    Xm = sparse_encode(Y + 100, W + 100, lam=1.0, n_iter=40).toarray()
+    Xm = sparse_encode(Y + 100, W + 100, lam=1.0, encoder="apg", n_iter=40).toarray()
     np.testing.assert_allclose(Xm, X, rtol=0, atol=1e-9 if dtype == np.float64 else 1e-3)
 
 
@@ -93,7 +93,7 @@ def test_far_atoms_codes_sum_to_one_to_rounding(d, dtype, T):
     W = np.vstack([rng.normal(0.0, 0.05, size=(20, d)), np.full((1, d), 30.0 / np.sqrt(d))]).astype(dtype)
     Y = rng.normal(0.0, 0.05, size=(500, d)).astype(dtype)
     assert PreparedDictionary(W, 1.0, T, dtype).near is not None
-    sums = np.asarray(sparse_encode(Y, W, lam=1.0, n_iter=T).sum(axis=1), dtype=np.float64).ravel()
+    sums = np.asarray(sparse_encode(Y, W, lam=1.0, encoder="apg", n_iter=T).sum(axis=1), dtype=np.float64).ravel()
     np.testing.assert_allclose(sums, 1.0, rtol=0, atol=8 * np.finfo(dtype).eps * (W.shape[0] + 1))
 
 
@@ -102,7 +102,7 @@ def test_far_atoms_split_converges_to_the_optimal_codes():
     problem: the split changes the path, not the destination."""
     Y, W = blob_with_far_points(2, d=3, n=150)
     X_exact = sparse_encode(Y, W, lam=1.0, encoder="active-set").toarray()
-    X = sparse_encode(Y, W, lam=1.0, n_iter=3000).toarray()
+    X = sparse_encode(Y, W, lam=1.0, encoder="apg", n_iter=3000).toarray()
     f_exact = _naive.objective(Y, W, X_exact, 1.0)
     f = _naive.objective(Y, W, X, 1.0)
     assert np.all(f - f_exact <= 1e-8 * (1 + f_exact))
@@ -115,7 +115,7 @@ def test_far_atoms_make_the_steps_go_further():
     Y, W = blob_with_far_points(3, d=5)
     X_exact = sparse_encode(Y, W, lam=1.0, encoder="active-set").toarray()
     prep = PreparedDictionary(W, 1.0, 50, np.float64)
-    X_split = sparse_encode(Y, W, lam=1.0, n_iter=50).toarray()
+    X_split = sparse_encode(Y, W, lam=1.0, encoder="apg", n_iter=50).toarray()
     X_one = _naive.encode(Y, W, 1.0, 50, alpha=prep.alpha_value)
     f_exact = _naive.objective(Y, W, X_exact, 1.0)
     blob = slice(0, 300)

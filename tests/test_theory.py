@@ -127,8 +127,8 @@ N_ITER = 20000
 @pytest.fixture(scope="module")
 def delaunay_codes(delaunay_problem):
     W, _, Y, B = delaunay_problem
-    X1 = fastkds.sparse_encode(Y, W, lam=LAM_SMALL, n_iter=N_ITER).toarray()
-    X2 = fastkds.sparse_encode(Y, W, lam=2 * LAM_SMALL, n_iter=N_ITER).toarray()
+    X1 = fastkds.sparse_encode(Y, W, lam=LAM_SMALL, encoder="apg", n_iter=N_ITER).toarray()
+    X2 = fastkds.sparse_encode(Y, W, lam=2 * LAM_SMALL, encoder="apg", n_iter=N_ITER).toarray()
     return X1, X2
 
 
@@ -166,7 +166,7 @@ def test_encoder_reaches_the_exact_kds_minimiser(delaunay_problem, lam):
     Y, B = Y[:15], B[:15]
     # the accelerated scheme without restarts converges slowly near the end
     # (about 1e-5 after 2e4 steps, 1e-11 after 8e4 on these problems)
-    X = fastkds.sparse_encode(Y, W, lam=lam, n_iter=80000).toarray()
+    X = fastkds.sparse_encode(Y, W, lam=lam, encoder="apg", n_iter=80000).toarray()
     for y, b, x in zip(Y, B, X):
         S = np.flatnonzero(b)
         dist = ((y - W) ** 2).sum(axis=1)
@@ -250,7 +250,7 @@ def clustered_codes():
     centres = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0]])
     Y = np.vstack([c + 0.6 * rng.normal(size=(70, 2)) for c in centres])
     W = Y[rng.choice(len(Y), size=15, replace=False)]
-    codes = fastkds.sparse_encode(Y, W, lam=1.0, n_iter=50)
+    codes = fastkds.sparse_encode(Y, W, lam=1.0, encoder="apg", n_iter=50)
     return codes
 
 

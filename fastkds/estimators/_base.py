@@ -28,25 +28,31 @@ KDS_PARAMS_DOC = """
         Larger values give sparser, more local codes.
     n_iter : int, default=50
         Iterations T of the accelerated encoder per point (the paper's
-        unrolled layers). With ``encoder="active-set"`` they serve only the
-        rare points it hands over (affinely dependent atoms). Not the bound
-        of the fitted ``n_iter_``, which counts epochs (bounded by
-        ``max_epochs``): the name is the paper's T, kept for the command
+        unrolled layers). The exact encoder (``encoder="active-set"``, which
+        ``"auto"`` takes on the CPU at ``lam <= 1``) needs none: they serve
+        only the rare points it hands over (affinely dependent atoms). Not
+        the bound of the fitted ``n_iter_``, which counts epochs (bounded
+        by ``max_epochs``): the name is the paper's T, kept for the command
         line, saved models and published settings.
-    encoder : {"apg", "active-set"}, default="apg"
-        How the codes are found. ``"apg"``: ``n_iter`` steps of the paper's
-        accelerated projected gradient from x = 0. On ill-conditioned
-        problems they stop short of the optimum (MNIST-5, 500 atoms: T=100
-        of the paper's steps leave codes 0.11 from optimal in the median),
-        and the codes they give are longer and smoother than the optimal
-        ones, which links more atoms in the code graph. ``"active-set"``:
-        the exact codes, per point, by an active-set method on the few atoms
-        of the support, checked against the optimality (KKT) conditions for
-        all atoms; its cost is close to one product ``Y W^T`` and does not
-        grow with ``n_iter``. The exact codes are sparser, and cluster worse
-        at the paper's settings (noisy moons: docs/algorithm.md), so
-        ``"apg"`` stays the default for clustering. ``solver="unrolled"``
-        and the GPU use ``"apg"``.
+    encoder : {"auto", "apg", "active-set"}, default="auto"
+        How the codes are found. ``"active-set"``: the exact codes, per
+        point, by an active-set method on the few atoms of the support,
+        checked against the optimality (KKT) conditions for all atoms; its
+        cost is close to one product ``Y W^T`` and does not grow with
+        ``n_iter``. ``"apg"``: ``n_iter`` steps of the paper's accelerated
+        projected gradient from x = 0, the paper's encoder (``fastkds
+        paper`` and ``fastkds demo`` use it). On ill-conditioned problems
+        they stop short of the optimum (MNIST-5, 500 atoms: T=100 of the
+        paper's steps leave codes 0.11 from optimal in the median), and the
+        codes they give are longer and smoother than the optimal ones,
+        which links more atoms in the code graph. ``"auto"``: the exact
+        codes on the CPU where ``lam <= 1``; ``"apg"`` past it (most exact
+        codes then hold one atom, too few links for the code graph), on
+        the GPU and with ``solver="unrolled"``, the only encoder those run
+        (``fastkds._backends.resolve_encoder``). At the clusterers'
+        defaults the exact codes cluster the project's sets as well as the
+        accelerated steps, in a fraction of the time (docs/algorithm.md,
+        "Exact codes by default").
     step : {"centred", "paper"}, default="centred"
         The accelerated encoder's step. ``"centred"``: the encoder runs on
         the points and atoms less the mean atom, with step ``1 /

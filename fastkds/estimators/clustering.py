@@ -214,7 +214,7 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         lam=1.0,
         n_iter=50,
         step="centred",
-        encoder="apg",
+        encoder="auto",
         max_epochs=100,
         tol=1e-2,
         init="k-means++",

@@ -10,7 +10,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import _config, _dask, _progress, persistence, warmstart
-from .._backends import DEVICES, get_backend
+from .._backends import DEVICES, get_backend, resolve_encoder
 from .._config import numba_threads
 from .._validation import (
     float_dtypes,
@@ -144,7 +144,7 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         lam=1.0,
         n_iter=50,
         step="centred",
-        encoder="apg",
+        encoder="auto",
         max_epochs=100,
         tol=1e-4,
         init="k-means++",
@@ -211,6 +211,7 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         if p["solver"] == "unrolled":  # it trains the paper's encoder, step included
             p["step"] = "paper"
             p["encoder"] = "apg"
+        p["encoder"] = resolve_encoder(p["encoder"], self.device, p["lam"])
         return p
 
     def _validated_params(self):
