@@ -2,11 +2,12 @@
 classifier on the same points.
 
     python bench/moons_accuracy.py [--n 5000] [--seeds 10] [--first-seed 0]
-    python bench/moons_accuracy.py --defaults --n 2000 --seeds 30
+    python bench/moons_accuracy.py --defaults --n 2000 --seeds 30 [--encoder apg]
 
 With ``--defaults`` the clusterer runs with its own defaults
 (``KDSClustering(2, random_state=seed)``) instead of the paper's settings,
-beside SpectralClustering at its defaults (10 neighbours) on the same points.
+beside SpectralClustering at its defaults (10 neighbours) on the same points;
+``--encoder`` names its encoder instead of ``"auto"``.
 
 The Bayes classifier knows the generating model (scikit-learn's two half
 circles, Gaussian noise of standard deviation 0.1) and labels each point by
@@ -45,9 +46,18 @@ def main(argv=None):
         choices=["paper", "centred"],
         help="the encoder's step (default the paper's; fastkds's default is centred)",
     )
+    ap.add_argument(
+        "--encoder",
+        default="auto",
+        choices=["auto", "apg", "active-set"],
+        help="with --defaults: the encoder (default 'auto', KDSClustering's own)",
+    )
     args = ap.parse_args(argv)
     if args.defaults:
-        print(f"noisy moons n={args.n:,}, KDSClustering(2) with its defaults; SpectralClustering(2, 10 neighbours)")
+        print(
+            f"noisy moons n={args.n:,}, KDSClustering(2) with its defaults (encoder={args.encoder!r}); "
+            "SpectralClustering(2, 10 neighbours)"
+        )
     else:
         print(f"noisy moons n={args.n:,}, m={PAPER.n_atoms}, T={args.n_iter}, lam={PAPER.lam:g}")
     print(
@@ -58,10 +68,16 @@ def main(argv=None):
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         Y, y = make_moons(args.n, random_state=seed)
         if args.defaults:
-            model = KDSClustering(2, random_state=seed)
+            model = KDSClustering(2, encoder=args.encoder, random_state=seed)
         else:
             model = KDSClustering(
-                2, n_atoms=PAPER.n_atoms, lam=PAPER.lam, n_iter=args.n_iter, step=args.step, random_state=seed
+                2,
+                n_atoms=PAPER.n_atoms,
+                lam=PAPER.lam,
+                n_iter=args.n_iter,
+                step=args.step,
+                encoder="apg",
+                random_state=seed,
             )
         labels, sec = _fit(model, Y)
         ours.append(clustering_accuracy(y, labels))

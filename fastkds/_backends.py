@@ -5,6 +5,7 @@ estimator code around them. The CUDA backend is imported lazily, so importing
 fastkds never needs CUDA.
 """
 
+import numbers
 import warnings
 
 from . import _config
@@ -159,6 +160,25 @@ def resolve_encoder(encoder, device, lam):
     if lam > _config.EXACT_CODES_MAX_LAM or runs_on_cuda(device):
         return "apg"
     return "active-set"
+
+
+def clustering_encoder(encoder, n_samples, n_atoms):
+    """The encoder of a clusterer's dictionary: ``"apg"`` for ``"auto"``
+    where ``n_samples`` points give fewer than
+    :data:`~fastkds._config.EXACT_CODES_MIN_POINTS_PER_ATOM` to each of
+    ``n_atoms`` atoms, else ``encoder`` as it is (:func:`resolve_encoder`
+    goes on from there).
+
+    The code graph of exact codes links two neighbouring atoms only through
+    the points whose codes hold both (a band between them, see
+    :func:`resolve_encoder`); with few points an atom its weights are sums
+    over a few points, and the spectral step splits a cluster where those
+    happen to be fewer (noisy moons of 1,000-3,000 points: docs/algorithm.md,
+    "Exact codes by default"). The accelerated encoder's longer codes link
+    every atom to several.
+    """
+    few = isinstance(n_atoms, numbers.Integral) and n_samples < _config.EXACT_CODES_MIN_POINTS_PER_ATOM * n_atoms
+    return "apg" if encoder == "auto" and few else encoder
 
 
 def get_backend(device, encoder="apg"):

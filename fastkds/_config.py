@@ -37,6 +37,13 @@ PRESAMPLE_FACTOR = 5
 #: in the code graph, and past it ever fewer do.
 EXACT_CODES_MAX_LAM = 1.0
 
+#: ... and the clusterers' ``encoder="auto"`` takes them where the data hold
+#: at least this many points an atom
+#: (:func:`fastkds._backends.clustering_encoder`): at lam = 1, 20 of them in
+#: the bands whose codes link the atom to a neighbour, so that the code
+#: graph's weights are sums over many points, not a few.
+EXACT_CODES_MIN_POINTS_PER_ATOM = 60
+
 #: ``n_atoms="auto"`` of :class:`fastkds.KDSClustering`: about sqrt(n) atoms,
 #: within these bounds (see :func:`fastkds._validation.auto_n_atoms`).
 AUTO_ATOMS_MIN = 16

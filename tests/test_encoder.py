@@ -528,7 +528,8 @@ def test_active_set_single_atom_and_points_at_atoms():
 def test_auto_encoder_is_exact_on_the_cpu_up_to_lam_1():
     """encoder="auto" (the default): the exact codes on the CPU at lam <= 1,
     optimal by the NumPy oracle's KKT conditions; the accelerated steps past
-    it and on the GPU; an encoder named stays as named."""
+    it and on the GPU, and for the clusterers below 60 points an atom; an
+    encoder named stays as named."""
     from fastkds._backends import resolve_encoder
 
     assert resolve_encoder("auto", "cpu", 1.0) == "active-set"
@@ -540,9 +541,16 @@ def test_auto_encoder_is_exact_on_the_cpu_up_to_lam_1():
     for lam, named in ((0.5, "active-set"), (1.0, "active-set"), (3.0, "apg")):
         C = fastkds.sparse_encode(Y, W, lam=lam, n_iter=20).toarray()
         np.testing.assert_array_equal(C, fastkds.sparse_encode(Y, W, lam=lam, n_iter=20, encoder=named).toarray())
-    model = fastkds.KDSClustering(2, random_state=0).fit(Y)
+    model = fastkds.KDSClustering(2, n_atoms=5, random_state=0).fit(Y)  # 60 points an atom
+    assert model.kds_._encoding_params()["encoder"] == "active-set"
     codes = model.kds_.transform(Y).toarray()
     assert _naive.kkt_residual(Y, model.components_, codes, 1.0).max() < 1e-10
+    # fewer points an atom: the clusterers keep the accelerated encoder's longer codes
+    model = fastkds.KDSClustering(2, n_atoms=6, random_state=0).fit(Y)
+    assert model.kds_.encoder == "apg"
+    ensemble = fastkds.KDSEnsembleClustering(2, estimator=fastkds.KDS(6), n_estimators=2, random_state=0).fit(Y)
+    assert all(kds.encoder == "apg" for kds in ensemble.estimators_)
+    assert fastkds.KDS(6).fit(Y)._encoding_params()["encoder"] == "active-set"  # no graph: the optimum
 
 
 def test_encoder_validated():

@@ -355,7 +355,7 @@ def test_clustering_auto_finds_number_of_blobs(centers):
     assert model.embedding_.shape == (600, 2 * k)
     # One eigenvalue 1 per connected component of the code graph.
     np.testing.assert_allclose(model.eigenvalues_[:k], 1.0, atol=1e-8)
-    assert model.eigenvalues_[k] < 0.95  # each blob's atoms linked (the exact codes: 0.90-0.91)
+    assert model.eigenvalues_[k] < 0.9
     assert clustering_accuracy(labels, model.labels_) == 1.0
 
 

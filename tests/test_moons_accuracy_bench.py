@@ -24,3 +24,5 @@ def test_defaults_beside_spectral_clustering(bench_script, capsys):
     assert all(len(row) == 6 and 0.5 <= float(row[4]) <= 1.0 for row in rows)
     assert all(float(row[1]) > 0.99 for row in rows)
     assert "Spectral" in out.splitlines()[-1]
+    bench_script.main(["--defaults", "--encoder", "active-set", "--n", "600", "--seeds", "1"])
+    assert "encoder='active-set'" in capsys.readouterr().out

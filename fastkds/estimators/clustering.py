@@ -9,6 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _dask, persistence
+from .._backends import clustering_encoder
 from .._validation import (
     auto_n_atoms,
     check_clustering_params,
@@ -274,6 +275,7 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
             # initial atoms given as an array say how many there are
             given = not isinstance(self.init, str) and np.ndim(self.init) == 2
             params["n_atoms"] = np.shape(self.init)[0] if given else auto_n_atoms(n_samples, n_clusters)
+        params["encoder"] = clustering_encoder(params["encoder"], n_samples, params["n_atoms"])
         params["random_state"] = rng.randint(np.iinfo(np.int32).max)
         return KDS(**params)
 

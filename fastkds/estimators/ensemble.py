@@ -25,6 +25,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _config, _dask, persistence
+from .._backends import clustering_encoder
 from .._config import effective_n_jobs
 from .._validation import (
     auto_n_atoms,
@@ -270,7 +271,8 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         rng = check_random_state(self.random_state)
         base = self._default_estimator(Y.shape[0], spectral_params[0]) if self.estimator is None else self.estimator
         seeds = [rng.randint(np.iinfo(np.int32).max) for _ in range(n_estimators)]
-        clones = [clone(base).set_params(random_state=seed) for seed in seeds]
+        encoder = clustering_encoder(base.encoder, Y.shape[0], base.n_atoms)
+        clones = [clone(base).set_params(encoder=encoder, random_state=seed) for seed in seeds]
         n_workers = 1 if n_jobs is None else min(n_estimators, effective_n_jobs(n_jobs))
         if n_workers == 1 or isinstance(Y, ChunkSource):
             results = [_fit_dictionary(kds, Y) for kds in clones]
