@@ -48,11 +48,12 @@ KDS_PARAMS_DOC = """
         which links more atoms in the code graph. ``"auto"``: the exact
         codes on the CPU where ``lam <= 1``; ``"apg"`` past it (most exact
         codes then hold one atom, too few links for the code graph), on
-        the GPU and with ``solver="unrolled"``, the only encoder those run
-        (``fastkds._backends.resolve_encoder``). At the clusterers'
-        defaults the exact codes cluster the project's sets as well as the
-        accelerated steps, in a fraction of the time (docs/algorithm.md,
-        "Exact codes by default").
+        the GPU and with ``solver="unrolled"``, the only encoders those
+        run (``fastkds._backends.resolve_encoder``), and in the clusterers
+        below 60 points an atom (``fastkds._backends.clustering_encoder``).
+        At the clusterers' defaults the exact codes cluster the project's
+        sets about as well as the accelerated steps, in a fraction of the
+        time (docs/algorithm.md, "Exact codes by default").
     step : {"centred", "paper"}, default="centred"
         The accelerated encoder's step. ``"centred"``: the encoder runs on
         the points and atoms less the mean atom, with step ``1 /
