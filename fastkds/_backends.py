@@ -163,11 +163,12 @@ def resolve_encoder(encoder, device, lam):
 
 
 def clustering_encoder(encoder, n_samples, n_atoms):
-    """The encoder of a clusterer's dictionary: ``"apg"`` for ``"auto"``
+    """The encoder of a clusterer's dictionaries: ``"apg"`` for ``"auto"``
     where ``n_samples`` points give fewer than
     :data:`~fastkds._config.EXACT_CODES_MIN_POINTS_PER_ATOM` to each of
-    ``n_atoms`` atoms, else ``encoder`` as it is (:func:`resolve_encoder`
-    goes on from there).
+    the code graph's ``n_atoms`` atoms (every dictionary's, for an
+    ensemble), else ``encoder`` as it is (:func:`resolve_encoder` goes on
+    from there).
 
     The code graph of exact codes links two neighbouring atoms only through
     the points whose codes hold both (a band between them, see

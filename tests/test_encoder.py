@@ -548,8 +548,11 @@ def test_auto_encoder_is_exact_on_the_cpu_up_to_lam_1():
     # fewer points an atom: the clusterers keep the accelerated encoder's longer codes
     model = fastkds.KDSClustering(2, n_atoms=6, random_state=0).fit(Y)
     assert model.kds_.encoder == "apg"
-    ensemble = fastkds.KDSEnsembleClustering(2, estimator=fastkds.KDS(6), n_estimators=2, random_state=0).fit(Y)
+    # an ensemble's code graph has every dictionary's atoms: 2 x 3 here
+    ensemble = fastkds.KDSEnsembleClustering(2, estimator=fastkds.KDS(3), n_estimators=2, random_state=0).fit(Y)
     assert all(kds.encoder == "apg" for kds in ensemble.estimators_)
+    ensemble = fastkds.KDSEnsembleClustering(2, estimator=fastkds.KDS(2), n_estimators=2, random_state=0).fit(Y)
+    assert all(kds.encoder == "auto" for kds in ensemble.estimators_)
     assert fastkds.KDS(6).fit(Y)._encoding_params()["encoder"] == "active-set"  # no graph: the optimum
 
 

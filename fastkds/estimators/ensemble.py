@@ -271,7 +271,8 @@ class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Tra
         rng = check_random_state(self.random_state)
         base = self._default_estimator(Y.shape[0], spectral_params[0]) if self.estimator is None else self.estimator
         seeds = [rng.randint(np.iinfo(np.int32).max) for _ in range(n_estimators)]
-        encoder = clustering_encoder(base.encoder, Y.shape[0], base.n_atoms)
+        # the joint code graph's atoms are every dictionary's
+        encoder = clustering_encoder(base.encoder, Y.shape[0], n_estimators * base.n_atoms)
         clones = [clone(base).set_params(encoder=encoder, random_state=seed) for seed in seeds]
         n_workers = 1 if n_jobs is None else min(n_estimators, effective_n_jobs(n_jobs))
         if n_workers == 1 or isinstance(Y, ChunkSource):
