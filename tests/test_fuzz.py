@@ -221,17 +221,18 @@ def assert_csr_codes(C, n, m, dtype):
     np.testing.assert_allclose(sums, 1.0, rtol=0, atol=simplex_tol(dtype, m))
 
 
+@pytest.mark.parametrize("encoder", ["apg", "auto"])  # "auto": the exact codes at lam <= 1
 @fuzz_settings(N_ENCODE)
 @given(problem=encoding_problems(), T=st.integers(1, 20), data=st.data())
-def test_sparse_encode_wellformed(problem, T, data):
+def test_sparse_encode_wellformed(encoder, problem, T, data):
     """Well-formed CSR codes on the simplex; chunking does not change them."""
     Y, W, lam = problem
     Y0, W0 = Y.copy(), W.copy()
-    C = sparse_encode(Y, W, lam=lam, encoder="apg", n_iter=T, n_jobs=1)
+    C = sparse_encode(Y, W, lam=lam, encoder=encoder, n_iter=T, n_jobs=1)
     assert np.array_equal(Y, Y0) and np.array_equal(W, W0), "input modified"
     assert_csr_codes(C, Y.shape[0], W.shape[0], Y.dtype)
     chunk = data.draw(st.integers(1, Y.shape[0]), label="chunk_size")
-    Cc = sparse_encode(Y, W, lam=lam, encoder="apg", n_iter=T, n_jobs=1, chunk_size=chunk)
+    Cc = sparse_encode(Y, W, lam=lam, encoder=encoder, n_iter=T, n_jobs=1, chunk_size=chunk)
     assert_csr_codes(Cc, Y.shape[0], W.shape[0], Y.dtype)
     atol = 1e3 * np.finfo(Y.dtype).eps
     np.testing.assert_allclose(Cc.toarray(), C.toarray(), rtol=0, atol=atol)
