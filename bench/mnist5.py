@@ -3,7 +3,7 @@
 with the estimator's defaults otherwise.
 
     python bench/mnist5.py [--data ../shared/data/mnist] [--seeds 0 1 2]
-                           [--n-jobs 1 2] [--step centred|paper] [--encoder apg|active-set]
+                           [--n-jobs 1 2] [--step centred|paper] [--encoder auto|apg|active-set]
                            [--max-epochs 100] [--float32]
 
 ``--n-jobs`` fits each seed once per thread count given, in this run (the
@@ -36,7 +36,7 @@ def main():
     ap.add_argument("--max-epochs", type=int, default=100)
     ap.add_argument("--n-jobs", type=int, nargs="+", default=[None])
     ap.add_argument("--step", default="centred", choices=["centred", "paper"])
-    ap.add_argument("--encoder", default="apg", choices=["apg", "active-set"])
+    ap.add_argument("--encoder", default="auto", choices=["auto", "apg", "active-set"])
     ap.add_argument("--float32", action="store_true", help="fit on the images in float32 (default: float64)")
     args = ap.parse_args()
     if args.data is None:
