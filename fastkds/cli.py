@@ -187,13 +187,17 @@ def _kernels_need_compiling(dtype, n_features, encoder):
         return None
 
 
-def _announce_compilation(report, dtype, n_features, model):
-    """Say so before ``model``'s first kernel call when it will compile (cold cache)."""
-    from ._backends import resolve_encoder
-
+def _announce_compilation(report, dtype, shape, model):
+    """Say so before the first kernel call of ``model``'s fit on data of
+    ``shape`` when it will compile (cold cache)."""
     if model.device != "cpu":
         return
-    if _kernels_need_compiling(dtype, n_features, resolve_encoder(model.encoder, "cpu", model.lam)):
+    try:  # the encoder the fit will run: the clusterer's KDS for these points says
+        n_clusters = None if model.n_clusters == "auto" else model.n_clusters
+        encoder = model._inner_kds(np.random.RandomState(0), shape[0], n_clusters)._encoding_params()["encoder"]
+    except Exception:  # a bad parameter: the fit names it; no notice
+        return
+    if _kernels_need_compiling(dtype, shape[1], encoder):
         report.stage(_COMPILE_NOTICE)
 
 
@@ -257,7 +261,7 @@ def _demo(args):
     # work: two epochs of the same model reach every kernel the fit calls
     # (the seeding, the encoder, the statistics), and the sampler the
     # warm-start subsamples are drawn with
-    _announce_compilation(report, Y.dtype, Y.shape[1], model)
+    _announce_compilation(report, Y.dtype, Y.shape, model)
     t0 = time.perf_counter()
     few = Y[: max(64, 2 * args.atoms)]
     with warnings.catch_warnings():
@@ -516,7 +520,7 @@ def _cluster(args):
         device=args.device,
     )
     dtype = np.float32 if Y.dtype == np.float32 else np.float64  # the dtype the fit computes in
-    _announce_compilation(report, dtype, Y.shape[1], model)
+    _announce_compilation(report, dtype, Y.shape, model)
     report.stage(
         f"fitting: k={args.k}, {args.atoms} atoms, T={args.n_iter}, lam={args.lam}, up to {args.epochs} epochs"
     )

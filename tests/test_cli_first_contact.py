@@ -352,10 +352,19 @@ def test_progress_on_a_terminal_is_a_bar_ending_at_the_epochs_run(tmp_path, data
 
 
 def test_compile_notice_comes_before_the_fit(tmp_path, data, capsys, monkeypatch):
-    """A cold kernel cache is announced before the fit starts; a warm one is not."""
+    """A cold kernel cache is announced before the fit starts; a warm one is
+    not. The cache looked at is that of the encoder the fit runs: the
+    accelerated one for 12 atoms on 300 points, the exact codes for 4."""
     folder, _, _ = data
     argv = ["cluster", str(folder / "points.npy"), *FAST, "-o", str(tmp_path / "l.npy")]
-    monkeypatch.setattr(cli, "_kernels_need_compiling", lambda dtype, n_features, encoder: True)
+    asked = []
+    monkeypatch.setattr(
+        cli, "_kernels_need_compiling", lambda dtype, n_features, encoder: asked.append(encoder) or True
+    )
+    assert main(argv) == 0
+    assert main([*argv[:5], "4", *argv[6:]]) == 0  # --atoms 4: 75 points an atom
+    assert asked == ["apg", "active-set"]
+    capsys.readouterr()
     assert main(argv) == 0
     lines = capsys.readouterr().err.splitlines()
     assert lines[1].startswith("fastkds: compiling kernels (first run only")
@@ -367,8 +376,11 @@ def test_compile_notice_comes_before_the_fit(tmp_path, data, capsys, monkeypatch
 
 def test_kernels_need_compiling_reads_the_cache(tmp_path, data):
     """The test behind the notice: False here, where the fits above loaded
-    the kernels; True in a fresh process with an empty Numba cache folder
-    (it only reads the cache index, so nothing compiles)."""
+    the accelerated encoder's kernels (12 atoms for 300 points: too few
+    points an atom for the exact codes) and a call loads the active set's;
+    True in a fresh process with an empty Numba cache folder (it only reads
+    the cache index, so nothing compiles)."""
+    fastkds.sparse_encode(np.zeros((3, 2)), np.eye(2), encoder="active-set")
     for encoder in ("active-set", "apg"):
         assert cli._kernels_need_compiling(np.float64, 2, encoder) is False
     code = (
