@@ -187,17 +187,22 @@ def _kernels_need_compiling(dtype, n_features, encoder):
         return None
 
 
+def _fit_encoder(model, n_samples):
+    """The encoder ("apg" or "active-set") ``model``'s fit will run on
+    ``n_samples`` points, as the clusterer's KDS for them says; None for a
+    bad parameter, which the fit names."""
+    try:
+        n_clusters = None if model.n_clusters == "auto" else model.n_clusters
+        return model._inner_kds(np.random.RandomState(0), n_samples, n_clusters)._encoding_params()["encoder"]
+    except Exception:
+        return None
+
+
 def _announce_compilation(report, dtype, shape, model):
     """Say so before the first kernel call of ``model``'s fit on data of
     ``shape`` when it will compile (cold cache)."""
-    if model.device != "cpu":
-        return
-    try:  # the encoder the fit will run: the clusterer's KDS for these points says
-        n_clusters = None if model.n_clusters == "auto" else model.n_clusters
-        encoder = model._inner_kds(np.random.RandomState(0), shape[0], n_clusters)._encoding_params()["encoder"]
-    except Exception:  # a bad parameter: the fit names it; no notice
-        return
-    if _kernels_need_compiling(dtype, shape[1], encoder):
+    encoder = _fit_encoder(model, shape[0])
+    if model.device == "cpu" and encoder is not None and _kernels_need_compiling(dtype, shape[1], encoder):
         report.stage(_COMPILE_NOTICE)
 
 
@@ -521,9 +526,8 @@ def _cluster(args):
     )
     dtype = np.float32 if Y.dtype == np.float32 else np.float64  # the dtype the fit computes in
     _announce_compilation(report, dtype, Y.shape, model)
-    report.stage(
-        f"fitting: k={args.k}, {args.atoms} atoms, T={args.n_iter}, lam={args.lam}, up to {args.epochs} epochs"
-    )
+    codes = "exact codes" if _fit_encoder(model, Y.shape[0]) == "active-set" else f"T={args.n_iter}"
+    report.stage(f"fitting: k={args.k}, {args.atoms} atoms, {codes}, lam={args.lam}, up to {args.epochs} epochs")
     report.detail(f"{np.dtype(dtype).name}, device {args.device}, {_threads(args.n_jobs)} threads")
     t0 = time.perf_counter()
     model.fit(Y)

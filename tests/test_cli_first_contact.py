@@ -362,9 +362,10 @@ def test_compile_notice_comes_before_the_fit(tmp_path, data, capsys, monkeypatch
         cli, "_kernels_need_compiling", lambda dtype, n_features, encoder: asked.append(encoder) or True
     )
     assert main(argv) == 0
+    assert "12 atoms, T=50, lam=1.0" in capsys.readouterr().err
     assert main([*argv[:5], "4", *argv[6:]]) == 0  # --atoms 4: 75 points an atom
+    assert "4 atoms, exact codes, lam=1.0" in capsys.readouterr().err
     assert asked == ["apg", "active-set"]
-    capsys.readouterr()
     assert main(argv) == 0
     lines = capsys.readouterr().err.splitlines()
     assert lines[1].startswith("fastkds: compiling kernels (first run only")
