@@ -198,11 +198,10 @@ def _fit_encoder(model, n_samples):
         return None
 
 
-def _announce_compilation(report, dtype, shape, model):
-    """Say so before the first kernel call of ``model``'s fit on data of
-    ``shape`` when it will compile (cold cache)."""
-    encoder = _fit_encoder(model, shape[0])
-    if model.device == "cpu" and encoder is not None and _kernels_need_compiling(dtype, shape[1], encoder):
+def _announce_compilation(report, dtype, n_features, device, encoder):
+    """Say so before the first kernel call of a fit on ``device`` running
+    ``encoder`` (:func:`_fit_encoder`) when it will compile (cold cache)."""
+    if device == "cpu" and encoder is not None and _kernels_need_compiling(dtype, n_features, encoder):
         report.stage(_COMPILE_NOTICE)
 
 
@@ -266,7 +265,7 @@ def _demo(args):
     # work: two epochs of the same model reach every kernel the fit calls
     # (the seeding, the encoder, the statistics), and the sampler the
     # warm-start subsamples are drawn with
-    _announce_compilation(report, Y.dtype, Y.shape, model)
+    _announce_compilation(report, Y.dtype, Y.shape[1], args.device, model.encoder)
     t0 = time.perf_counter()
     few = Y[: max(64, 2 * args.atoms)]
     with warnings.catch_warnings():
@@ -525,8 +524,9 @@ def _cluster(args):
         device=args.device,
     )
     dtype = np.float32 if Y.dtype == np.float32 else np.float64  # the dtype the fit computes in
-    _announce_compilation(report, dtype, Y.shape, model)
-    codes = "exact codes" if _fit_encoder(model, Y.shape[0]) == "active-set" else f"T={args.n_iter}"
+    encoder = _fit_encoder(model, Y.shape[0])
+    _announce_compilation(report, dtype, Y.shape[1], args.device, encoder)
+    codes = "exact codes" if encoder == "active-set" else f"T={args.n_iter}"
     report.stage(f"fitting: k={args.k}, {args.atoms} atoms, {codes}, lam={args.lam}, up to {args.epochs} epochs")
     report.detail(f"{np.dtype(dtype).name}, device {args.device}, {_threads(args.n_jobs)} threads")
     t0 = time.perf_counter()
