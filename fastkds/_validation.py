@@ -3,6 +3,7 @@
 import numbers
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils import check_array
 
 from . import _config
@@ -60,8 +61,10 @@ def read_only(a):
 
 
 def check_dictionary(W, n_features, dtype):
-    """Validate a dictionary (m x d) against the data's feature count."""
-    W = check_array(W, dtype=float_dtypes(W), ensure_all_finite=True, input_name="dictionary")
+    """Validate a dictionary (m x d) against the data's feature count; a
+    sparse one is made dense (its atoms are read as dense rows)."""
+    W = check_array(W, accept_sparse="csr", dtype=float_dtypes(W), ensure_all_finite=True, input_name="dictionary")
+    W = W.toarray() if sp.issparse(W) else W
     if W.shape[1] != n_features:
         raise ValueError(f"dictionary has {W.shape[1]} features per atom but the data has {n_features}")
     return np.ascontiguousarray(W, dtype=dtype)

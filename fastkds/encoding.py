@@ -25,6 +25,7 @@ from ._validation import (
     read_only,
 )
 from .prepared import check_encoder, check_step, typed_constants
+from .sources import SparseSource
 
 
 def project_simplex(V, *, method="michelot", n_jobs=None):
@@ -58,6 +59,16 @@ def project_simplex(V, *, method="michelot", n_jobs=None):
     return out[0] if one_d else out
 
 
+def check_sparse_data(Y, *, name="Y"):
+    """A sparse data matrix as a :class:`~fastkds.sources.SparseSource`
+    (its rows checked as each chunk is made dense), refused without rows
+    or features as :func:`~fastkds._validation.check_data` refuses an array."""
+    source = SparseSource(Y, name)
+    if 0 in source.shape:
+        raise ValueError(f"{name} is empty (shape={source.shape}): at least one row and one feature are needed")
+    return source
+
+
 def sparse_encode(
     Y,
     dictionary,
@@ -80,7 +91,8 @@ def sparse_encode(
 
     Parameters
     ----------
-    Y : array-like of shape (n_samples, n_features)
+    Y : array-like or scipy sparse matrix of shape (n_samples, n_features)
+        A sparse ``Y`` is encoded chunk by chunk, each chunk made dense.
     dictionary : array-like of shape (n_atoms, n_features)
     lam : float, default=1.0
         Locality weight.
@@ -105,7 +117,7 @@ def sparse_encode(
     codes : scipy.sparse.csr_array of shape (n_samples, n_atoms)
         Each row on the probability simplex; column indices ascending.
     """
-    Y = check_data(Y, name="Y", min_samples=1)
+    Y = check_sparse_data(Y, name="Y") if sp.issparse(Y) else check_data(Y, name="Y", min_samples=1)
     W = check_dictionary(dictionary, Y.shape[1], Y.dtype)
     lam = check_nonneg_float(lam, "lam")
     n_iter = check_positive_int(n_iter, "n_iter")

@@ -53,7 +53,7 @@ def _float_dtype(dtype):
 def _check_chunk(chunk, start, n_features, dtype):
     """One chunk as a finite, C-contiguous 2-D array of ``dtype``."""
     if sp.issparse(chunk):
-        raise TypeError("sparse chunks are not supported: KDS needs dense data (use .toarray())")
+        chunk = chunk.toarray()  # the kernels read dense rows; one chunk's are dense at a time
     chunk = np.asarray(chunk)
     if chunk.ndim != 2:
         raise ValueError(f"chunk at row {start} has {chunk.ndim} dimensions, expected 2 (rows x features)")
@@ -309,6 +309,30 @@ class IterableSource(ChunkSource):
         self.n_samples = start
 
 
+class SparseSource(ChunkSource):
+    """A scipy sparse matrix or array, read as dense chunks: the kernels
+    read dense rows, and only one chunk's rows (and the rows :meth:`take`
+    gathers) are dense at a time. CSR input is read as it is; another
+    format is converted to CSR once, a copy (the caller's is not changed).
+    """
+
+    def __init__(self, data, name="X"):
+        if len(data.shape) != 2:
+            raise ValueError(f"{name} must be 2-D (rows x features), got shape {data.shape}")
+        self._data = data.tocsr()
+        self._name = name
+        self.n_samples, self.n_features = int(data.shape[0]), int(data.shape[1])
+        self.dtype = _float_dtype(data.dtype)
+
+    def chunks(self, chunk_size):
+        for start, stop in iter_chunks(self.n_samples, chunk_size):
+            yield start, _check_chunk(self._data[start:stop], start, self.n_features, self.dtype)
+
+    def take(self, indices):
+        indices = np.asarray(indices, dtype=np.int64)
+        return _finite_rows(np.ascontiguousarray(self._data[indices].toarray(), dtype=self.dtype), indices)
+
+
 class _Prepend:
     """An iterator yielding ``first`` and then the rest of ``it``."""
 
@@ -340,9 +364,9 @@ class ArraySource(ChunkSource):
 
 def is_chunked_input(X):
     """Whether ``X`` is read chunk by chunk rather than validated as one array."""
-    if isinstance(X, (str, os.PathLike, np.memmap, ChunkSource)):
+    if isinstance(X, (str, os.PathLike, np.memmap, ChunkSource)) or sp.issparse(X):
         return True
-    if isinstance(X, np.ndarray) or sp.issparse(X):
+    if isinstance(X, np.ndarray):
         return False
     if isinstance(X, (list, tuple)):
         # a list of 2-D arrays is a list of chunks; a nested list of numbers is an array
@@ -358,10 +382,11 @@ def as_source(X, name="X"):
 
     Parameters
     ----------
-    X : str or os.PathLike, numpy.memmap, h5py/zarr dataset, list of arrays, \
-callable or iterator of chunks, or ndarray
+    X : str or os.PathLike, numpy.memmap, h5py/zarr dataset, scipy sparse \
+matrix, list of arrays, callable or iterator of chunks, or ndarray
         A path must name a ``.npy`` file; it is read chunk by chunk, not
         loaded (by file reads, or through a memory map for Fortran order).
+        A sparse matrix is read as dense chunks (:class:`SparseSource`).
         A list (or tuple) of 2-D arrays, or a callable returning a fresh
         iterator of them, can be read many times; a one-shot iterator once.
     name : str
@@ -389,6 +414,8 @@ callable or iterator of chunks, or ndarray
         return SlicedSource(data, name)
     if isinstance(X, np.ndarray) and not isinstance(X, np.memmap):
         return ArraySource(X)
+    if sp.issparse(X):
+        return SparseSource(X, name)
     if isinstance(X, np.memmap) or (hasattr(X, "shape") and hasattr(X, "dtype") and hasattr(X, "__getitem__")):
         return SlicedSource(X, name)
     if isinstance(X, (list, tuple)) or callable(X) or isinstance(X, Iterable):

@@ -526,25 +526,41 @@ SPARSE_KINDS = [sp.csr_array, sp.csr_matrix, sp.csc_array, sp.coo_array]
 
 
 @pytest.mark.parametrize("kind", SPARSE_KINDS, ids=lambda k: k.__name__)
-def test_sparse_input_estimators(kind):
-    """Sparse scipy data to KDS.fit / fit_transform / transform,
-    KDSClustering.fit and sparse_encode (data or dictionary): a TypeError
-    saying dense data is required."""
+def test_sparse_input_gives_what_the_dense_array_gives(kind):
+    """Sparse scipy data to KDS.fit / fit_transform / transform /
+    partial_fit, KDSClustering.fit / predict and sparse_encode (data or
+    dictionary): read as dense chunks, the same results as the dense array,
+    bit for bit; the caller's matrix is not changed."""
     rng = np.random.default_rng(13)
-    Y = rng.normal(size=(30, 3))
+    Y = rng.normal(size=(60, 3))
+    Y[np.abs(Y) < 0.5] = 0.0  # stored zeros left out: a sparse matrix of 38% zeros
     S = kind(Y)
-    model = KDS(4, **FAST).fit(Y)
-    calls = [
-        lambda: KDS(4, **FAST).fit(S),
-        lambda: KDS(4, **FAST).fit_transform(S),
-        lambda: model.transform(S),
-        lambda: KDSClustering(2, n_atoms=4, **FAST).fit(S),
-        lambda: sparse_encode(S, Y[:4]),
-        lambda: sparse_encode(Y, kind(Y[:4])),
-    ]
-    for call in calls:
-        with pytest.raises(TypeError, match="[Ss]parse"):
-            call()
+    held = S.copy()
+    dense, model = KDS(4, **FAST).fit(Y), KDS(4, **FAST).fit(S)
+    np.testing.assert_array_equal(model.components_, dense.components_)
+    for codes in (model.transform(S), KDS(4, **FAST).fit_transform(S)):
+        assert (codes != dense.transform(Y)).nnz == 0
+    streamed = KDS(4, **FAST).partial_fit(S[:30] if kind is not sp.coo_array else sp.coo_array(Y[:30]))
+    np.testing.assert_array_equal(streamed.components_, KDS(4, **FAST).partial_fit(Y[:30]).components_)
+    clusters, dense_clusters = KDSClustering(2, n_atoms=4, **FAST).fit(S), KDSClustering(2, n_atoms=4, **FAST).fit(Y)
+    np.testing.assert_array_equal(clusters.labels_, dense_clusters.labels_)
+    np.testing.assert_array_equal(clusters.predict(S), dense_clusters.predict(Y))
+    assert (sparse_encode(S, Y[:4]) != sparse_encode(Y, Y[:4])).nnz == 0
+    assert (sparse_encode(Y, kind(Y[:4])) != sparse_encode(Y, Y[:4])).nnz == 0
+    assert (S != held).nnz == 0 and S.format == held.format
+
+
+def test_sparse_float32_stays_float32():
+    Y = np.random.default_rng(16).normal(size=(40, 3)).astype(np.float32)
+    S = sp.csr_array(Y)
+    assert KDS(4, **FAST).fit(S).components_.dtype == np.float32
+    assert sparse_encode(S, Y[:4]).dtype == np.float32
+
+
+@pytest.mark.parametrize("data, match", [(sp.csr_array((0, 3)), "empty"), (sp.csr_array((5, 0)), "empty")])
+def test_empty_sparse_data_to_sparse_encode_is_refused(data, match):
+    with pytest.raises(ValueError, match=match):
+        sparse_encode(data, np.ones((2, data.shape[1])))
 
 
 def test_sparse_input_project_simplex():

@@ -540,9 +540,11 @@ def test_complex_input_rejected(make, small_data):
 
 
 @both
-def test_sparse_input_rejected(make, small_data):
-    with pytest.raises(TypeError, match="(?i)sparse"):
-        make().fit(sp.csr_array(small_data))
+def test_sparse_input_is_read_as_its_dense_array(make, small_data):
+    dense, sparse = make().fit(small_data), make().fit(sp.csr_array(small_data))
+    attribute = "labels_" if hasattr(dense, "labels_") else "components_"
+    np.testing.assert_array_equal(getattr(sparse, attribute), getattr(dense, attribute))
+    assert make().__sklearn_tags__().input_tags.sparse
 
 
 COMMON_BAD_PARAMS = [

@@ -54,10 +54,10 @@ def test_chunked_inputs_are_recognised(moons, npy_path):
     assert is_chunked_input(lambda: iter([Y]))
     assert not is_chunked_input(Y)
     assert not is_chunked_input([[1.0, 2.0], [3.0, 4.0]])  # a nested list is one array
-    assert not is_chunked_input(sp.csr_array(Y))
+    assert is_chunked_input(sp.csr_array(Y)) and is_chunked_input(sp.coo_matrix(Y))  # read as dense chunks
 
 
-@pytest.mark.parametrize("kind", ["path", "memmap", "list", "callable", "sliced"])
+@pytest.mark.parametrize("kind", ["path", "memmap", "list", "callable", "sliced", "sparse", "sparse list"])
 def test_fit_on_chunked_data_equals_in_memory_fit(moons, npy_path, kind):
     Y = moons[0]
     data = {
@@ -66,6 +66,8 @@ def test_fit_on_chunked_data_equals_in_memory_fit(moons, npy_path, kind):
         "list": [Y[:1000], Y[1000:2200], Y[2200:]],
         "callable": lambda: (Y[i : i + 700] for i in range(0, Y.shape[0], 700)),
         "sliced": SlicedSource(SlicedOnly(Y)),
+        "sparse": sp.csc_matrix(Y),
+        "sparse list": [sp.csr_array(Y[:1000]), sp.csr_array(Y[1000:])],
     }[kind]
     ref = KDS(12, **PARAMS).fit(Y)
     kds = KDS(12, **PARAMS).fit(data)
@@ -172,7 +174,8 @@ def test_big_endian_float32_file_stays_float32(moons, tmp_path):
         ([np.zeros((5, 2)), np.zeros(5)], ValueError, "1 dimensions"),
         ([np.zeros((5, 2), dtype=complex)], TypeError, "numeric"),
         ([np.full((5, 2), np.inf)], ValueError, "NaN or infinite"),
-        ([sp.csr_array(np.ones((5, 2)))], TypeError, "sparse"),
+        (sp.csr_array(np.array([[1.0, np.nan]] * 5)), ValueError, "NaN or infinite"),
+        ([sp.csr_array(np.array([[1.0, np.inf]] * 5))], ValueError, "NaN or infinite"),
         (iter([]), ValueError, "no chunks"),
     ],
 )
@@ -184,7 +187,7 @@ def test_bad_chunked_input_gets_a_clear_error(tmp_path, data, error, match):
 
 
 @pytest.mark.parametrize("shape, match", [((0, 2), "0 sample"), ((50, 0), "0 feature")])
-@pytest.mark.parametrize("kind", ["npy", "list"])
+@pytest.mark.parametrize("kind", ["npy", "list", "sparse"])
 @pytest.mark.parametrize("estimator", [KDS(8, **PARAMS), KDSClustering(2, **PARAMS), KDSEnsembleClustering(2)])
 def test_empty_chunked_input_is_refused_as_an_empty_array_is(tmp_path, shape, match, kind, estimator):
     """No rows or no features, read in chunks: scikit-learn's error for an
@@ -194,6 +197,8 @@ def test_empty_chunked_input_is_refused_as_an_empty_array_is(tmp_path, shape, ma
     if kind == "npy":
         np.save(tmp_path / "empty.npy", data)
         data = str(tmp_path / "empty.npy")
+    elif kind == "sparse":
+        data = sp.csr_array(data)
     else:
         data = [data]
     with pytest.raises(ValueError, match=match):

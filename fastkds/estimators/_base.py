@@ -6,6 +6,7 @@ import copy
 import functools
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import ClassNamePrefixFeaturesOutMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils._set_output import _get_output_config
@@ -147,14 +148,22 @@ KDS_PARAMS_DOC = """
 """
 
 
+def validate_array(estimator, X, *, reset):
+    """``X`` as one in-memory array, by scikit-learn's ``validate_data``
+    (which sets ``n_features_in_`` where ``reset``); a sparse ``X`` (a
+    ``partial_fit`` batch) made dense, as the kernels read dense rows."""
+    Y = validate_data(estimator, X, accept_sparse="csr", dtype=float_dtypes(X), order="C", reset=reset)
+    return Y.toarray() if sp.issparse(Y) else Y
+
+
 def check_input(estimator, X, *, reset, passes=1):
     """``X`` validated: an in-memory array, or a :class:`ChunkSource` for data
-    read chunk by chunk (``.npy`` path, memmap, h5py/zarr dataset, iterable
-    of chunks). ``passes > 1`` requires a source that can be read again.
+    read chunk by chunk (``.npy`` path, memmap, h5py/zarr dataset, scipy
+    sparse matrix, iterable of chunks). ``passes > 1`` requires a source that can be read again.
     ``reset=True`` sets ``n_features_in_`` (and ``feature_names_in_``) on
     ``estimator``: a fit calls it through :func:`check_fit_input`."""
     if not is_chunked_input(X):
-        return validate_data(estimator, X, dtype=float_dtypes(X), order="C", reset=reset)
+        return validate_array(estimator, X, reset=reset)
     source = as_source(X)
     if source.n_features == 0:  # as scikit-learn refuses an in-memory array
         raise ValueError(f"Found data with 0 feature(s) (shape={source.shape}) while a minimum of 1 is required.")
@@ -210,7 +219,7 @@ def check_fit_input(estimator, X, *, passes=2, chunked=True):
     if chunked:
         Y = check_input(probe, X, reset=True, passes=passes)
     else:
-        Y = validate_data(probe, X, dtype=float_dtypes(X), order="C", reset=True)
+        Y = validate_array(probe, X, reset=True)
     names = ("n_features_in_", "feature_names_in_")
     return Y, {name: vars(probe)[name] for name in names if name in vars(probe)}
 
@@ -385,6 +394,16 @@ def is_fitted(estimator):
     except NotFittedError:
         return False
     return True
+
+
+class SparseInputMixin:
+    """The estimators' scikit-learn tags say they take scipy sparse data,
+    which they read as dense chunks (:class:`fastkds.sources.SparseSource`)."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
 
 
 class SaveMixin:

@@ -25,6 +25,7 @@ from ._base import (
     KDS_PARAMS_DOC,
     EmbeddingFeaturesMixin,
     SaveMixin,
+    SparseInputMixin,
     check_fit_input,
     check_input,
     commit_fit,
@@ -36,7 +37,7 @@ from .kds import KDS, check_fit_params, fit_attributes, fitted_encoder, read_fit
 
 
 @persistence.register
-class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, TransformerMixin, BaseEstimator):
+class KDSClustering(SparseInputMixin, SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, TransformerMixin, BaseEstimator):
     __doc__ = (
         """Spectral clustering on the K-Deep Simplex code graph, linear in n.
 
@@ -286,7 +287,8 @@ class KDSClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, Transformer
         ----------
         X : array-like of shape (n_samples, n_features), or data read in chunks
             As for :meth:`KDS.fit`: a ``.npy`` path, memmap, h5py or zarr
-            dataset, or chunks, for data larger than memory.
+            dataset, or chunks, for data larger than memory; a scipy sparse
+            matrix, read as dense chunks.
         y : Ignored
         out : str, os.PathLike or None, default=None
             A folder for the results that grow with n: ``labels.npy``,

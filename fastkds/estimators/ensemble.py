@@ -43,6 +43,7 @@ from . import _saved
 from ._base import (
     EmbeddingFeaturesMixin,
     SaveMixin,
+    SparseInputMixin,
     check_fit_input,
     check_input,
     commit_fit,
@@ -89,7 +90,9 @@ def _fit_dictionary(kds, Y, threads=None):
 
 
 @persistence.register
-class KDSEnsembleClustering(SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, TransformerMixin, BaseEstimator):
+class KDSEnsembleClustering(
+    SparseInputMixin, SaveMixin, EmbeddingFeaturesMixin, ClusterMixin, TransformerMixin, BaseEstimator
+):
     """Spectral clustering on the codes of several independently seeded KDS
     dictionaries, joined in one bipartite graph.
 

@@ -7,7 +7,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .. import _config, _dask, _progress, persistence, warmstart
 from .._backends import DEVICES, get_backend, resolve_encoder
@@ -32,6 +32,7 @@ from ..unrolled import UnrolledTrainer, fit_unrolled, step_size, theta_from_step
 from ._base import (
     KDS_PARAMS_DOC,
     SaveMixin,
+    SparseInputMixin,
     check_bool,
     check_fit_input,
     check_input,
@@ -40,11 +41,12 @@ from ._base import (
     is_fitted,
     refuse_dataframe_output,
     take_rows,
+    validate_array,
 )
 
 
 @persistence.register
-class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class KDS(SparseInputMixin, SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     # assigned, not a bare string: a concatenation is no docstring, and
     # help() would show nothing
     __doc__ = (
@@ -264,7 +266,7 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         if first:
             Y, fitted = check_fit_input(self, X, chunked=False)
         else:
-            Y, fitted = validate_data(self, X, dtype=float_dtypes(X), order="C", reset=False), {}
+            Y, fitted = validate_array(self, X, reset=False), {}
         p = self._validated_params()
         state = None if first else getattr(self, "_stream_state", None)
         if state is not None and state["solver"] != p["solver"]:
@@ -351,6 +353,7 @@ class KDS(SaveMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             ``np.memmap`` (memory-mapped), an h5py or zarr dataset (sliced),
             a list of chunks or a callable returning a fresh iterator of
             chunks (each a 2-D array): only one chunk is in memory at a time.
+            A scipy sparse matrix is read the same way, each chunk made dense.
         y : Ignored
 
         Returns
