@@ -16,14 +16,13 @@ KMeans at scikit-learn's defaults. Nothing here chose a default
 (docs/experiments.md, "Labels nearer random than the graph's").
 """
 
-import time
 import warnings
 
 import numpy as np
 from sklearn.preprocessing import StandardScaler
 
 from fastkds import KDSClustering, clustering_accuracy
-from real_data import _kmeans, _spectral, spectral_best, table_parser
+from real_data import _kmeans, _spectral, fastkds_runs, spectral_best, table_parser
 
 #: (n, d, k, effect) of each row.
 ROWS = ((300, 5000, 3, 0.6), (200, 20000, 4, 0.5), (600, 3000, 4, 0.5), (1000, 2000, 5, 0.4))
@@ -56,12 +55,7 @@ def main(argv=None):
         for r in range(args.first_draw, args.first_draw + args.draws):
             for row, (n, d, k, effect) in enumerate(ROWS):
                 Y, y = draw(n, d, k, effect, [r, row])
-                accs, seconds = [], []
-                for seed in range(args.seeds):
-                    t0 = time.perf_counter()
-                    labels = KDSClustering(k, random_state=seed).fit_predict(Y)
-                    seconds.append(time.perf_counter() - t0)
-                    accs.append(clustering_accuracy(y, labels))
+                accs, seconds = fastkds_runs(Y, y, k, range(args.seeds))
                 best = spectral_best(Y, y, k)
                 default = clustering_accuracy(y, _spectral(Y, k, 10))
                 kmeans = clustering_accuracy(y, _kmeans(Y, k))

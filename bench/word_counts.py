@@ -26,7 +26,7 @@ import numpy as np
 from scipy import sparse
 
 from fastkds import KDSClustering, clustering_accuracy
-from real_data import _kmeans, _spectral, spectral_best, table_parser
+from real_data import _kmeans, _spectral, fastkds_runs, spectral_best, table_parser
 
 N_TOPICS, N_WORDS = 6, 5000
 
@@ -70,12 +70,7 @@ def main(argv=None):
         for r in range(args.first_draw, args.first_draw + args.draws):
             X, y = draw(args.n, r)
             for name, data in (("TF-IDF, sparse", X), ("LSA, 100", lsa(X))):
-                accs, seconds = [], []
-                for seed in range(args.seeds):
-                    t0 = time.perf_counter()
-                    labels = KDSClustering(N_TOPICS, random_state=seed).fit_predict(data)
-                    seconds.append(time.perf_counter() - t0)
-                    accs.append(clustering_accuracy(y, labels))
+                accs, seconds = fastkds_runs(data, y, N_TOPICS, range(args.seeds))
                 best = spectral_best(data, y, N_TOPICS)
                 default = clustering_accuracy(y, _spectral(data, N_TOPICS, 10))
                 t0 = time.perf_counter()
