@@ -91,6 +91,10 @@ def check_dask_array(X, n_features=None, estimator=None):
     if X.dtype.kind not in "fiub":
         raise TypeError(f"the dask array must be numeric, got dtype {X.dtype}")
     dtype = working_dtype(X.dtype)
+    if sp.issparse(getattr(X, "_meta", None)):
+        # blocks of scipy sparse matrices: each made dense in its own task,
+        # as an in-memory sparse matrix is read as dense chunks
+        X = X.map_blocks(_dense_block, dtype=dtype, meta=np.empty((0, 0), dtype=dtype))
     if X.dtype != dtype:
         X = X.astype(dtype)
     if X.shape[0] < 1:
@@ -104,6 +108,11 @@ def check_dask_array(X, n_features=None, estimator=None):
     if len(X.chunks[1]) > 1:
         X = X.rechunk({1: -1})  # a block task needs whole rows
     return X
+
+
+def _dense_block(block):
+    """A block of a Dask array of sparse blocks, dense."""
+    return block.toarray() if sp.issparse(block) else np.asarray(block)
 
 
 def _check_block(Y, row_start, dtype):

@@ -177,6 +177,20 @@ def test_synchronous_float32_and_several_feature_chunks(sync):
     assert got.transform(X).dtype == np.float32
 
 
+def test_sparse_blocks_are_read_as_their_dense_blocks(sync):
+    # a Dask array of scipy sparse blocks: each block made dense in its task
+    import scipy.sparse as sp
+
+    Y, _ = make_moons(3000, random_state=2)
+    Y[np.abs(Y) < 0.3] = 0.0
+    dense = da.from_array(Y, chunks=(700, 2))
+    blocks = dense.map_blocks(sp.csr_matrix)
+    params = dict(n_atoms=12, lam=2.0, n_iter=10, max_epochs=6, random_state=3)
+    np.testing.assert_array_equal(KDS(**params).fit(blocks).components_, KDS(**params).fit(dense).components_)
+    labels = KDSClustering(2, **params).fit(blocks).labels_.compute()
+    np.testing.assert_array_equal(labels, KDSClustering(2, **params).fit(dense).labels_.compute())
+
+
 @pytest.mark.parametrize(
     "dtype, working", [(">f4", np.float32), ("<f4", np.float32), (">f8", np.float64), ("i2", np.float64)]
 )
