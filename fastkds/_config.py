@@ -44,6 +44,17 @@ EXACT_CODES_MAX_LAM = 1.0
 #: graph's weights are sums over many points, not a few.
 EXACT_CODES_MIN_POINTS_PER_ATOM = 60
 
+#: The exact fit of in-memory data with at least this many features a
+#: point runs on the points' coordinates in their own span
+#: (:class:`fastkds.warmstart.DataSpan`): the same fit, on n features
+#: instead of d. Below it the Gram matrix of the points costs about what
+#: the features it saves do (docs/scaling.md, "Many more features than
+#: points").
+SPAN_FEATURES_PER_POINT = 20
+
+#: Bytes of the centred columns :class:`fastkds.warmstart.DataSpan` forms at once.
+SPAN_BLOCK_BYTES = 64 * 2**20
+
 #: ``n_atoms="auto"`` of :class:`fastkds.KDSClustering`: about sqrt(n) atoms,
 #: within these bounds (see :func:`fastkds._validation.auto_n_atoms`).
 AUTO_ATOMS_MIN = 16

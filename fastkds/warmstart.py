@@ -157,6 +157,68 @@ def seeding_sample(take, rng, n, n_atoms):
     return take(np.sort(random_rows(rng, n, seeding_size(n, n_atoms))))
 
 
+class DataSpan:
+    """In-memory points' coordinates in an orthonormal basis of their own
+    span about their mean.
+
+    The exact fit sees the points only through distances (to atoms, to
+    each other in the seeding), and atoms that are convex combinations of
+    them: with the centred step (which does not depend on where the origin
+    is) it gives the same atoms, codes and objective on these coordinates
+    as on the points, up to rounding, with n features instead of d. The
+    basis comes from the eigenvectors of the centred points' Gram matrix;
+    directions of variance below ``1e-12`` of the largest are left out
+    (rounding there).
+
+    Parameters
+    ----------
+    Y : ndarray of shape (n, d)
+        Checked data, float32 or float64.
+
+    Attributes
+    ----------
+    coordinates : ndarray of shape (n, r), of ``Y``'s dtype
+        ``r`` at most ``n - 1``; 0 where the points are all the same.
+    """
+
+    def __init__(self, Y):
+        n, d = Y.shape
+        self._Y = Y
+        self.mean = Y.mean(axis=0, dtype=np.float64)
+        gram = np.zeros((n, n))
+        width = max(1, _config.SPAN_BLOCK_BYTES // (8 * n))
+        for lo in range(0, d, width):  # the centred columns a block at a time: no copy of Y
+            block = Y[:, lo : lo + width] - self.mean[lo : lo + width]
+            gram += block @ block.T
+        variance, vectors = np.linalg.eigh(gram)
+        keep = variance > variance[-1] * 1e-12 if variance[-1] > 0 else np.zeros(n, dtype=bool)
+        self._vectors, self._scale = vectors[:, keep], np.sqrt(variance[keep])
+        self.coordinates = np.ascontiguousarray(self._vectors * self._scale, dtype=Y.dtype)
+
+    def features(self, W):
+        """Rows ``W`` given in :attr:`coordinates` (atoms), in the points'
+        features: ``W V^T + mean``, where the centred points are
+        ``coordinates V^T``, so ``V^T = (vectors / scale)^T (Y - mean)``."""
+        weights = (W / self._scale) @ self._vectors.T  # each row's weights on the centred points
+        out = weights @ self._Y - np.outer(weights.sum(axis=1), self.mean) + self.mean
+        return out.astype(self._Y.dtype)
+
+
+def data_span(Y, p, init):
+    """A :class:`DataSpan` of ``Y`` where the exact fit may run on its
+    coordinates: in-memory points of at least
+    :data:`fastkds._config.SPAN_FEATURES_PER_POINT` features each, the
+    centred step, atoms drawn from the points (not an ``init`` array, which
+    may lie outside their span), and points not all the same. Else None."""
+    if not isinstance(Y, np.ndarray) or p["solver"] != "exact" or p["step"] != "centred" or not isinstance(init, str):
+        return None
+    n, d = Y.shape
+    if d < _config.SPAN_FEATURES_PER_POINT * n:
+        return None
+    span = DataSpan(Y)
+    return span if span.coordinates.shape[1] else None
+
+
 def fit_exact(Y, p, n_pre, init, rng, *, take, seeding_points, backend, sample_backend=None, display, last_epoch=None):
     """The exact solver's fit: the warm-start subsamples, the initial atoms
     and the stages, wherever the points live.

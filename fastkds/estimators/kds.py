@@ -703,6 +703,9 @@ def fit_attributes(kds, Y, last_epoch=None):
     n_pre = warmstart.presample_size(kds.presample, kds.n_atoms, n)
     if not n_pre and isinstance(Y, ChunkSource) and n * d * Y.dtype.itemsize <= _config.LOAD_WHOLE_BYTES:
         Y = Y.to_array()  # small: fit exactly as on the in-memory array
+    span = warmstart.data_span(Y, p, kds.init)
+    if span is not None:  # many more features than points: the same fit on n of them
+        Y = span.coordinates
 
     def take(rows):
         return take_rows(Y, rows)
@@ -712,7 +715,7 @@ def fit_attributes(kds, Y, last_epoch=None):
             return warmstart.seeding_sample(take, rng, n, p["n_atoms"])
         return Y
 
-    return warmstart.fit_exact(
+    fitted = warmstart.fit_exact(
         Y,
         p,
         n_pre,
@@ -724,6 +727,9 @@ def fit_attributes(kds, Y, last_epoch=None):
         display=kds,
         last_epoch=last_epoch,
     )
+    if span is not None:
+        fitted["components_"] = span.features(fitted["components_"])
+    return fitted
 
 
 def _fit_unrolled(kds, Y, p, rng):
