@@ -52,8 +52,10 @@ EXACT_CODES_MIN_POINTS_PER_ATOM = 60
 #: points").
 SPAN_FEATURES_PER_POINT = 20
 
-#: Bytes of the centred columns :class:`fastkds.warmstart.DataSpan` forms at once.
-SPAN_BLOCK_BYTES = 64 * 2**20
+#: Bytes of the centred columns :class:`fastkds.warmstart.DataSpan` forms at
+#: once, in one buffer (a few MiB: larger blocks were slower, their pages
+#: faulted in afresh).
+SPAN_BLOCK_BYTES = 4 * 2**20
 
 #: ``n_atoms="auto"`` of :class:`fastkds.KDSClustering`: about sqrt(n) atoms,
 #: within these bounds (see :func:`fastkds._validation.auto_n_atoms`).

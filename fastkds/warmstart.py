@@ -186,9 +186,13 @@ class DataSpan:
         self._Y = Y
         self.mean = Y.mean(axis=0, dtype=np.float64)
         gram = np.zeros((n, n))
+        # the centred columns a block at a time, in one buffer: no copy of Y,
+        # and no fresh pages to fault in for each block
         width = max(1, _config.SPAN_BLOCK_BYTES // (8 * n))
-        for lo in range(0, d, width):  # the centred columns a block at a time: no copy of Y
-            block = Y[:, lo : lo + width] - self.mean[lo : lo + width]
+        buffer = np.empty((n, min(width, d)))
+        for lo in range(0, d, width):
+            block = buffer[:, : min(width, d - lo)]
+            np.subtract(Y[:, lo : lo + block.shape[1]], self.mean[lo : lo + block.shape[1]], out=block)
             gram += block @ block.T
         variance, vectors = np.linalg.eigh(gram)
         keep = variance > variance[-1] * 1e-12 if variance[-1] > 0 else np.zeros(n, dtype=bool)
