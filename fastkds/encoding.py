@@ -25,7 +25,7 @@ from ._validation import (
     read_only,
 )
 from .prepared import check_encoder, check_step, typed_constants
-from .sources import SparseSource
+from .sources import SparseSource, refuse_empty
 
 
 def project_simplex(V, *, method="michelot", n_jobs=None):
@@ -64,8 +64,7 @@ def check_sparse_data(Y, *, name="Y"):
     (its rows checked as each chunk is made dense), refused without rows
     or features as :func:`~fastkds._validation.check_data` refuses an array."""
     source = SparseSource(Y, name)
-    if 0 in source.shape:
-        raise ValueError(f"{name} is empty (shape={source.shape}): at least one row and one feature are needed")
+    refuse_empty(source.shape)
     return source
 
 

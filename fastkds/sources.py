@@ -69,6 +69,17 @@ def _check_chunk(chunk, start, n_features, dtype):
     return chunk
 
 
+def refuse_empty(shape, rows=True):
+    """scikit-learn's ValueError for data without features, or (``rows``)
+    without rows, as it refuses an in-memory array; a row count of None
+    (not counted yet) passes."""
+    n_samples, n_features = shape
+    if n_features == 0:
+        raise ValueError(f"Found data with 0 feature(s) (shape={shape}) while a minimum of 1 is required.")
+    if rows and n_samples == 0:
+        raise ValueError(f"Found data with 0 sample(s) (shape={shape}) while a minimum of 1 is required.")
+
+
 def random_rows(rng, n, size):
     """``size`` distinct row indices out of ``n``, in random order, in O(size) memory.
 

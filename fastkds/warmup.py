@@ -45,7 +45,8 @@ def warmup(dtypes=(np.float64, np.float32)):
     # the accelerated encoder with far atoms (may_use_far, gather_block,
     # scatter_slots); dense codes and their CSR assembly (slots_to_dense,
     # fill_csr); the exact solver with few features and the accelerated
-    # encoder (lockstep encoder, statistics, k-means++ seeding) and the clusterer's neighbours' vote (an exact search of
+    # encoder (lockstep encoder, statistics, k-means++ seeding) and the
+    # clusterer's neighbours' vote (an exact search of
     # short rows, its cells pruned: search_pruned, cell_radii); the
     # vote's search with few features in probed cells, with many features in
     # cells of many references and of few, and for a point whose probed

@@ -86,3 +86,22 @@ def test_few_features_a_point_fit_on_the_features(monkeypatch):
     Y, _ = wide(n=200, d=2000)  # 10 features a point, below SPAN_FEATURES_PER_POINT
     KDS(**PARAMS).fit(Y)
     assert not made
+
+
+def test_an_ensemble_makes_one_span_for_all_its_dictionaries(monkeypatch):
+    from fastkds import KDSEnsembleClustering
+
+    Y, _ = wide(n=90, d=3000)
+    made = []
+    real = warmstart.DataSpan
+
+    def counted(Y):
+        made.append(Y)
+        return real(Y)
+
+    monkeypatch.setattr(warmstart, "DataSpan", counted)
+    spanned = KDSEnsembleClustering(3, n_estimators=3, random_state=0).fit(Y)
+    assert len(made) == 1
+    monkeypatch.setattr(_config, "SPAN_FEATURES_PER_POINT", 10**9)
+    direct = KDSEnsembleClustering(3, n_estimators=3, random_state=0).fit(Y)
+    np.testing.assert_array_equal(spanned.labels_, direct.labels_)

@@ -557,7 +557,7 @@ def test_sparse_float32_stays_float32():
     assert sparse_encode(S, Y[:4]).dtype == np.float32
 
 
-@pytest.mark.parametrize("data, match", [(sp.csr_array((0, 3)), "empty"), (sp.csr_array((5, 0)), "empty")])
+@pytest.mark.parametrize("data, match", [(sp.csr_array((0, 3)), "0 sample"), (sp.csr_array((5, 0)), "0 feature")])
 def test_empty_sparse_data_to_sparse_encode_is_refused(data, match):
     with pytest.raises(ValueError, match=match):
         sparse_encode(data, np.ones((2, data.shape[1])))

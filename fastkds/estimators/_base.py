@@ -21,7 +21,7 @@ from .._validation import (
     check_positive_int,
 )
 from ..label_vote import fit_label_vote, reference_rows
-from ..sources import ChunkSource, as_source, is_chunked_input, source_chunks
+from ..sources import ChunkSource, as_source, is_chunked_input, refuse_empty, source_chunks
 
 KDS_PARAMS_DOC = """
     lam : float, default=1.0
@@ -165,8 +165,7 @@ def check_input(estimator, X, *, reset, passes=1):
     if not is_chunked_input(X):
         return validate_array(estimator, X, reset=reset)
     source = as_source(X)
-    if source.n_features == 0:  # as scikit-learn refuses an in-memory array
-        raise ValueError(f"Found data with 0 feature(s) (shape={source.shape}) while a minimum of 1 is required.")
+    refuse_empty(source.shape, rows=False)  # the rows after the count below
     if passes > 1 and not source.reiterable:
         raise TypeError(
             "fitting reads the data several times, but X is a one-shot iterator: pass a "
@@ -183,8 +182,7 @@ def check_input(estimator, X, *, reset, passes=1):
         )
     if passes > 1:
         source.count()
-    if source.n_samples == 0:  # known without a pass: a file, a dataset, a counted source
-        raise ValueError(f"Found data with 0 sample(s) (shape={source.shape}) while a minimum of 1 is required.")
+    refuse_empty(source.shape)  # rows known without a pass (a file, a dataset) or counted
     return source
 
 

@@ -24,7 +24,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted
 
-from .. import _config, _dask, persistence
+from .. import _config, _dask, persistence, warmstart
 from .._backends import clustering_encoder
 from .._config import effective_n_jobs
 from .._validation import (
@@ -55,7 +55,7 @@ from .clustering import KDSClustering, _embedding
 from .kds import KDS, fit_attributes, fitted_encoder
 
 
-def _fit_dictionary(kds, Y, threads=None):
+def _fit_dictionary(kds, Y, threads=None, span=None):
     """Fit one unfitted clone on validated ``Y``; return it and its warnings.
 
     The fit is :meth:`KDS.fit`'s, ending on its last epoch's update, not
@@ -69,10 +69,11 @@ def _fit_dictionary(kds, Y, threads=None):
     process uses all its threads), and its warnings are recorded as
     ``(message, category)`` pairs for the caller to raise, where the
     caller's warning filters apply. Otherwise they are raised as usual and
-    the list is empty.
+    the list is empty. ``span``: ``Y``'s :class:`~fastkds.warmstart.DataSpan`,
+    one for all the dictionaries (see :func:`~fastkds.estimators.kds.fit_attributes`).
     """
     if threads is None:
-        fitted = fit_attributes(kds, Y)
+        fitted = fit_attributes(kds, Y, span=span)
         caught = []
     else:
         n_jobs = kds.n_jobs
@@ -81,7 +82,7 @@ def _fit_dictionary(kds, Y, threads=None):
         try:
             with warnings.catch_warnings(record=True) as records:
                 warnings.simplefilter("always")
-                fitted = fit_attributes(kds, Y)
+                fitted = fit_attributes(kds, Y, span=span)
         finally:
             kds.n_jobs = n_jobs
         caught = [(str(w.message), w.category) for w in records]
@@ -277,13 +278,15 @@ class KDSEnsembleClustering(
         # the joint code graph's atoms are every dictionary's
         encoder = clustering_encoder(base.encoder, Y.shape[0], n_estimators * base.n_atoms)
         clones = [clone(base).set_params(encoder=encoder, random_state=seed) for seed in seeds]
+        # many more features than points: one span for every dictionary
+        span = warmstart.data_span(Y, base._validated_params(), base.init)
         n_workers = 1 if n_jobs is None else min(n_estimators, effective_n_jobs(n_jobs))
         if n_workers == 1 or isinstance(Y, ChunkSource):
-            results = [_fit_dictionary(kds, Y) for kds in clones]
+            results = [_fit_dictionary(kds, Y, span=span) for kds in clones]
         else:
             threads = max(1, effective_n_jobs(None) // n_workers)
             results = Parallel(n_jobs=n_workers, backend="loky")(
-                delayed(_fit_dictionary)(kds, Y, threads) for kds in clones
+                delayed(_fit_dictionary)(kds, Y, threads, span) for kds in clones
             )
         estimators = [kds for kds, _ in results]
         for message, category in (w for _, caught in results for w in caught):

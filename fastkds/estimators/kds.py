@@ -657,7 +657,7 @@ def fitted_encoder(kds):
     )
 
 
-def fit_attributes(kds, Y, last_epoch=None):
+def fit_attributes(kds, Y, last_epoch=None, span=None):
     """Fit ``kds`` on data already checked by :func:`check_fit_input`.
 
     Parameters
@@ -669,6 +669,9 @@ def fit_attributes(kds, Y, last_epoch=None):
         whose codes its last epoch computed, and keeps them there
         (:func:`fastkds.solvers.fit_alternating`). The unrolled solver
         ignores it.
+    span : fastkds.warmstart.DataSpan or None, default=None
+        ``Y``'s, where the caller has it already (the dictionaries of an
+        ensemble share one); None: :func:`fastkds.warmstart.data_span`'s.
 
     Returns
     -------
@@ -703,7 +706,8 @@ def fit_attributes(kds, Y, last_epoch=None):
     n_pre = warmstart.presample_size(kds.presample, kds.n_atoms, n)
     if not n_pre and isinstance(Y, ChunkSource) and n * d * Y.dtype.itemsize <= _config.LOAD_WHOLE_BYTES:
         Y = Y.to_array()  # small: fit exactly as on the in-memory array
-    span = warmstart.data_span(Y, p, kds.init)
+    if span is None:
+        span = warmstart.data_span(Y, p, kds.init)
     if span is not None:  # many more features than points: the same fit on n of them
         Y = span.coordinates
 
