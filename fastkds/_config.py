@@ -103,6 +103,11 @@ KMEANS_RESTART_PER_CLUSTER = 100
 #: the references' own vote.
 VOTE_REFERENCES_PER_ATOM = 100
 VOTE_PROBE_ATOMS = 4
+#: In more features than ``fastkds._vote_kernels.FEW_FEATURES`` a screened
+#: search reads this many times the cells: there the nearest references of
+#: a point by a boundary between clusters spread over more cells
+#: (docs/experiments.md, "Ranked votes and a wider screen").
+VOTE_PROBE_WIDEN = 3
 VOTE_MAX_ROUNDS = 20
 
 #: The vote screens its search by the atoms only where that reads fewer

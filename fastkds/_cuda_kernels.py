@@ -702,7 +702,9 @@ def stats_reduce_kernel(P, n_parts, out):
 
 
 @cuda.jit(cache=True)
-def vote_kernel(Y, n, W, R, cell_start, cell_refs, cell_label, ref_label, atom_dist, probe, best_dist, best_idx, out):
+def vote_kernel(
+    Y, n, W, R, cell_start, cell_refs, cell_label, ref_label, ranked, atom_dist, probe, best_dist, best_idx, out
+):
     """``out[i]``: the label :meth:`fastkds.label_vote.LabelVote.predict`
     gives row ``i < n`` of ``Y``, by the CPU's search and vote
     (:func:`fastkds._vote_kernels.nearest_references` with settled points,
@@ -711,7 +713,7 @@ def vote_kernel(Y, n, W, R, cell_start, cell_refs, cell_label, ref_label, atom_d
     ``W`` the atoms, ``R`` the references, ``cell_refs[cell_start[a]:
     cell_start[a + 1]]`` atom ``a``'s cell, ``cell_label[a]`` the label all
     of them hold (-1: none or several), ``ref_label`` the references'
-    labels. Scratch, one row per thread: ``atom_dist`` (m), ``probe``
+    labels, ``ranked`` whether the r-th voter counts ``1 / r``. Scratch, one row per thread: ``atom_dist`` (m), ``probe``
     (``n_probe`` columns: the probed atoms), ``best_dist`` and ``best_idx``
     (q columns: the voters).
     """
@@ -758,14 +760,14 @@ def vote_kernel(Y, n, W, R, cell_start, cell_refs, cell_label, ref_label, atom_d
             p += 1
         # the label most voters hold, a tie to the nearest voter's: voters
         # come nearest first, so the first to reach the most votes wins
-        top = 0
+        top = 0.0
         out[i] = -1
         for c in range(q):
             if bi[c] >= 0:
-                held = 0
+                held = 0.0  # summed in the CPU's order: the same float
                 for e in range(q):
                     if bi[e] >= 0 and ref_label[bi[e]] == ref_label[bi[c]]:
-                        held += 1
+                        held += 1.0 / (e + 1.0) if ranked else 1.0
                 if held > top:
                     top = held
                     out[i] = ref_label[bi[c]]

@@ -281,15 +281,17 @@ def vote_neighbours(Y, W, R, q, probe_atoms, skip=None):
     return out
 
 
-def vote(neighbours, labels, own, n_clusters):
+def vote(neighbours, labels, own, n_clusters, ranked=False):
     """Twin of :func:`fastkds._vote_kernels.vote`: each row's label held by
-    most of its neighbours (-1: none), ``own[i] >= 0`` half a vote; ties to
-    the nearest neighbour's label; no neighbours: ``own[i]``."""
+    most of its neighbours (-1: none; with ``ranked`` the r-th listed counts
+    ``1 / r``), ``own[i] >= 0`` half a vote; ties to the nearest neighbour's
+    label; no neighbours: ``own[i]``."""
     out = np.empty(neighbours.shape[0], dtype=int)
     for i, row in enumerate(neighbours):
         counts = np.zeros(n_clusters)
-        for j in row[row >= 0]:
-            counts[labels[j]] += 1
+        for rank, j in enumerate(row, start=1):
+            if j >= 0:
+                counts[labels[j]] += 1.0 / rank if ranked else 1.0
         if own[i] >= 0:
             counts[own[i]] += 0.5
         tied = [labels[j] for j in row[row >= 0] if counts[labels[j]] == counts.max()]

@@ -499,11 +499,14 @@ def search_pruned(Y, W, R, cell_start, cell_refs, radius, best_dist, best_idx):
 
 
 @njit(parallel=True, cache=True)
-def vote(neighbours, labels, own, n_clusters, out):
+def vote(neighbours, labels, own, n_clusters, ranked, out):
     """``out[i]``: the label most of ``neighbours[i]`` hold in ``labels``
-    (one vote each; -1 entries none), ``own[i] >= 0`` adding half a vote for
-    that label; a tie goes to the label of the nearest neighbour among the
-    tied ones, and a point without neighbours keeps ``own[i]``."""
+    (-1 entries none), ``own[i] >= 0`` adding half a vote for that label; a
+    tie goes to the label of the nearest neighbour among the tied ones, and
+    a point without neighbours keeps ``own[i]``.
+
+    Each neighbour has one vote, or with ``ranked`` ``1 / r`` for the r-th
+    listed (nearest first): harmonic rank weights."""
     n, q = neighbours.shape
     for blk in prange((n + BLOCK - 1) // BLOCK):
         # loops, not array expressions (see fastkds._kernels)
@@ -514,7 +517,7 @@ def vote(neighbours, labels, own, n_clusters, out):
             for c in range(q):
                 j = neighbours[i, c]
                 if j >= 0:
-                    counts[labels[j]] += 1.0
+                    counts[labels[j]] += 1.0 / (c + 1.0) if ranked else 1.0
             if own[i] >= 0:
                 counts[own[i]] += 0.5
             top = 0.0

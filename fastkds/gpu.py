@@ -1067,7 +1067,7 @@ class CudaLabelVote:
             blocks = -(-min(k, slots) // tpb)
             _configured(vote_kernel, blocks, tpb, s)(
                 d_Y, k, self.d_atoms, self.d_references, self.d_cell_start, self.d_cell_refs,
-                self.d_cell_label, self.d_labels, atom_dist, probe, best_dist, best_idx, d_out,
+                self.d_cell_label, self.d_labels, self.model.ranked, atom_dist, probe, best_dist, best_idx, d_out,
             )  # fmt: skip
             d_out[:k].copy_to_host(out[start:stop], stream=s)
             s.synchronize()  # the chunk's device copy and labels are then free

@@ -41,7 +41,13 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
    round would leave fewer labels than it found (the rounds move
    boundaries; a cluster of fewer points than q would otherwise be voted
    away a layer a round); a reference whose probed cells all hold one
-   label keeps it (its own cell is among them). Unless
+   label keeps it (its own cell is among them). Then the same rounds again
+   with ranked votes, the r-th nearest counting ``1 / r``: one vote each
+   moves a boundary placed by the atoms across their cells, and the ranked
+   vote, the better classifier of the two (a higher leave-one-out accuracy
+   of the true labels on every set of ``bench/real_data.py``), settles it
+   where the nearest points put it (docs/experiments.md, "Ranked votes and
+   a wider screen"). Unless
    the code graph joins what the neighbours part: where the graph joining
    each reference to its q nearest others (or, where that falls into more
    than ``n_clusters`` pieces, to the fewest up to 2q that fall into at
@@ -72,9 +78,9 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
    three points code them alone, and the graph falls into pieces too small
    to count).
 2. :meth:`LabelVote.predict`: every point, a training point or a new one,
-   takes the label most of its q nearest references hold (a reference is
-   its own nearest). One rule for both, so ``predict`` on the training
-   points gives ``labels_``.
+   takes the label its q nearest references hold most, by ranked votes (a
+   reference is its own nearest). One rule for both, so ``predict`` on the
+   training points gives ``labels_``.
 """
 
 import functools
@@ -137,14 +143,20 @@ def vote_reach(n_neighbors, n_references, n_clusters):
     return int(max(1, min(n_neighbors, n_references // (2 * n_clusters))))
 
 
-def probe_count(n_references, n_atoms, n_samples=None):
+def probe_count(n_references, n_atoms, n_samples=None, n_features=0):
     """How many atoms' cells a point's search reads: the cells of
     :data:`fastkds._config.VOTE_PROBE_ATOMS` atoms, or as many as hold
     ``VOTE_PROBE_ATOMS * VOTE_REFERENCES_PER_ATOM`` references on average
     where the cells are smaller (fewer points than that an atom, or the
     stacked atoms of several dictionaries), so that a point's candidates do
     not thin out with the cells: nearest neighbours found among too few
-    candidates reach past gaps in the data.
+    candidates reach past gaps in the data. In more than
+    :data:`fastkds._vote_kernels.FEW_FEATURES` features, a screened search
+    reads :data:`fastkds._config.VOTE_PROBE_WIDEN` times as many cells:
+    there distances to the atoms tell less, and a point by a boundary
+    between clusters finds its nearest references in further cells (on
+    MNIST-5's 70 cells, the 6 nearest held 90% of such a point's 11 nearest
+    references, the 18 nearest 99%).
 
     Every cell (an exact search) where the screened search would read more
     than ``1 / VOTE_SCREEN_SAVING`` of the distances an exact one reads
@@ -162,6 +174,8 @@ def probe_count(n_references, n_atoms, n_samples=None):
     n_samples : int or None, default=None
         The points to be searched, of which the references are all or a
         sample (None: the references alone).
+    n_features : int, default=0
+        The points' features.
 
     Returns
     -------
@@ -176,7 +190,10 @@ def probe_count(n_references, n_atoms, n_samples=None):
     every_point = n_samples is None or n_samples <= n_references
     if every_point and n_atoms + n_references < _config.VOTE_SCREEN_SAVING * screened:
         return int(n_atoms)
-    return n_probe
+    # whether to screen is judged on the narrow screen, and only then widened
+    if n_features > FEW_FEATURES:
+        n_probe = min(n_atoms, _config.VOTE_PROBE_WIDEN * n_probe)
+    return int(n_probe)
 
 
 def _every_cell(n_probe, n_atoms):
@@ -203,10 +220,14 @@ class LabelVote:
     n_probe : int or None
         The atoms whose cells hold a point's candidates (None:
         :func:`probe_count`'s).
+    ranked : bool, default=True
+        Whether the r-th nearest reference votes ``1 / r``
+        (:func:`fastkds._vote_kernels.vote`), else one vote each (the
+        vote of models saved before ranked votes).
 
     Attributes
     ----------
-    atoms, references, labels, n_neighbors, n_clusters
+    atoms, references, labels, n_neighbors, n_clusters, ranked
         As given.
     n_probe : int
         As given, or :func:`probe_count`'s.
@@ -215,14 +236,16 @@ class LabelVote:
         atom ``a``'s cell.
     """
 
-    def __init__(self, atoms, references, labels, n_neighbors, n_clusters, cells=None, n_probe=None):
+    def __init__(self, atoms, references, labels, n_neighbors, n_clusters, cells=None, n_probe=None, ranked=True):
         self.atoms = np.ascontiguousarray(atoms)
         self.references = np.ascontiguousarray(references)
         self.labels = np.array(labels, dtype=np.int32)  # a copy: the vote rewrites it
         self.n_neighbors = int(n_neighbors)
         self.n_clusters = int(n_clusters)
+        self.ranked = bool(ranked)
         if n_probe is None:
-            n_probe = probe_count(self.references.shape[0], self.atoms.shape[0])
+            n_references, n_features = self.references.shape
+            n_probe = probe_count(n_references, self.atoms.shape[0], n_features=n_features)
         self.n_probe = int(n_probe)
         if cells is None:
             cells = _probe(self.references, self.atoms, 1, None)[:, 0]
@@ -354,7 +377,8 @@ class LabelVote:
         return radius
 
     def predict(self, Y, n_jobs=None):
-        """The label most of each row's ``n_neighbors`` nearest references hold.
+        """The label most of each row's ``n_neighbors`` nearest references
+        hold (weighted by rank where :attr:`ranked`).
 
         Parameters
         ----------
@@ -367,7 +391,7 @@ class LabelVote:
         labels : ndarray of int32, shape (n_samples,)
         """
         neighbours, settled = self.neighbours(Y, n_jobs=n_jobs, settle=True)
-        return _vote(neighbours, self.labels, None, self.n_clusters, n_jobs, settled)
+        return _vote(neighbours, self.labels, None, self.n_clusters, n_jobs, settled, self.ranked)
 
 
 def _largest_sq_norm(Y):
@@ -387,13 +411,13 @@ def _probe(Y, atoms, n_probe, n_jobs):
     return out
 
 
-def _vote(neighbours, labels, own, n_clusters, n_jobs, settled=None):
+def _vote(neighbours, labels, own, n_clusters, n_jobs, settled=None, ranked=True):
     """:func:`fastkds._vote_kernels.vote` into a new array (``own`` None:
     no own votes); rows with ``settled >= 0`` take that label."""
     out = np.empty(neighbours.shape[0], dtype=np.int32)
     own = np.full(out.shape[0], -1, dtype=np.int32) if own is None else own
     with _config.numba_threads(n_jobs):
-        vote(neighbours, read_only(labels), own, n_clusters, out)
+        vote(neighbours, read_only(labels), own, n_clusters, ranked, out)
     if settled is not None:
         out = np.where(settled >= 0, settled, out).astype(np.int32)
     return out
@@ -462,7 +486,7 @@ def fit_label_vote(
         ``model.predict(references)`` gives where they are every point.
     """
     n_neighbors = vote_reach(n_neighbors, references.shape[0], n_clusters)
-    n_probe = probe_count(references.shape[0], atoms.shape[0])
+    n_probe = probe_count(references.shape[0], atoms.shape[0], n_features=references.shape[1])
     # an exact search needs no ranking of the atoms: only each reference's cell
     probes = _probe(references, atoms, 1 if _every_cell(n_probe, atoms.shape[0]) else n_probe, n_jobs)
     model = LabelVote(atoms, references, labels, n_neighbors, n_clusters, cells=probes[:, 0], n_probe=n_probe)
@@ -470,7 +494,7 @@ def fit_label_vote(
     # nearest reach outside it whatever the data
     least = max(min_points(outlier_share(min_component, n_clusters), references.shape[0]), n_neighbors + 1)
     reference_labels = _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_shows, least, n_jobs)
-    model.n_probe = probe_count(references.shape[0], atoms.shape[0], n_samples)
+    model.n_probe = probe_count(references.shape[0], atoms.shape[0], n_samples, references.shape[1])
     return model, reference_labels
 
 
@@ -528,17 +552,22 @@ def _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_s
                 return _take_labels(model, fine, nearest, n_jobs)
     current = model.labels
     n_labels = np.unique(current).size
-    for _ in range(_config.VOTE_MAX_ROUNDS):
-        rows = np.flatnonzero(_mixed(probes, model))
-        new = current.copy()
-        new[rows] = _vote(_others(nearest[rows], rows, q), current, current[rows], model.n_clusters, n_jobs)
-        # a round that erases a label is not taken (module docstring); none adds one
-        if np.array_equal(new, current) or np.unique(new).size < n_labels:
-            break
-        current = model.labels = new
+    for ranked in (False, True) if model.ranked else (False,):
+        for _ in range(_config.VOTE_MAX_ROUNDS):
+            rows = np.flatnonzero(_mixed(probes, model))
+            new = current.copy()
+            new[rows] = _vote(
+                _others(nearest[rows], rows, q), current, current[rows], model.n_clusters, n_jobs, ranked=ranked
+            )
+            # a round that erases a label is not taken (module docstring); none adds one
+            if np.array_equal(new, current) or np.unique(new).size < n_labels:
+                break
+            current = model.labels = new
     rows = np.flatnonzero(_mixed(probes, model))
     reference_labels = current.copy()
-    reference_labels[rows] = _vote(np.ascontiguousarray(nearest[rows, :q]), current, None, model.n_clusters, n_jobs)
+    reference_labels[rows] = _vote(
+        np.ascontiguousarray(nearest[rows, :q]), current, None, model.n_clusters, n_jobs, ranked=model.ranked
+    )
     return reference_labels
 
 
@@ -547,7 +576,8 @@ def _take_labels(model, labels, nearest, n_jobs):
     returns each one's vote of its q nearest (``nearest``'s first q
     columns) under them."""
     model.labels = labels
-    return _vote(np.ascontiguousarray(nearest[:, : model.n_neighbors]), labels, None, model.n_clusters, n_jobs)
+    voters = np.ascontiguousarray(nearest[:, : model.n_neighbors])
+    return _vote(voters, labels, None, model.n_clusters, n_jobs, ranked=model.ranked)
 
 
 def _finer_pieces(nearest, n_clusters, least):

@@ -10,6 +10,7 @@ encoder runs 32 Python threads per point, so its problems are smaller still);
 the same tests run unchanged on a GPU.
 """
 
+import itertools
 import os
 
 import numpy as np
@@ -517,7 +518,8 @@ def test_vote_on_cuda_matches_cpu(dtype):
     """CudaLabelVote.predict gives LabelVote.predict's labels: points whose
     probed cells hold one label (settled), points that search, a point
     whose probed cells are empty (it probes further), fewer candidates than
-    voters, in chunks smaller than the data and with fewer threads."""
+    voters, in chunks smaller than the data and with fewer threads; ranked
+    votes and one vote a neighbour."""
     from fastkds.estimators._base import predict_by_vote
     from fastkds.label_vote import LabelVote
 
@@ -526,8 +528,8 @@ def test_vote_on_cuda_matches_cpu(dtype):
     R = (W[rng.integers(0, 5, 30)] + rng.normal(size=(30, 2)) * 0.6).astype(dtype)  # atom 5's cell empty
     labels = (R[:, 0] > 0).astype(np.int32)
     Y = np.vstack([rng.normal(size=(24, 2)) * 2, W[5:] + 0.01]).astype(dtype)
-    for q, n_probe in ((3, 2), (4, 2), (7, 1), (40, 3)):  # q = 4: ties
-        model = LabelVote(W, R, labels, q, 2, n_probe=n_probe)
+    for (q, n_probe), ranked in itertools.product(((3, 2), (4, 2), (7, 1), (40, 3)), (False, True)):  # q = 4: ties
+        model = LabelVote(W, R, labels, q, 2, n_probe=n_probe, ranked=ranked)
         expected = model.predict(Y)
         budget = 64 * (Y.shape[1] * Y.itemsize + 4) * 2  # chunks of 64 rows
         np.testing.assert_array_equal(gpu.CudaLabelVote(model).predict(Y), expected)

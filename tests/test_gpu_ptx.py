@@ -48,7 +48,7 @@ def signatures(dt):
         "scan_add_kernel": (I1, i64, i64, L1),
         "stats_partial_kernel": (L1, I1, A1, A2, i64, i64, F3),
         "stats_reduce_kernel": (F3, i64, F2),
-        "vote_kernel": (A2, i64, A2, A2, L1, L1, L1, I1, F2, L2, F2, L2, I1),
+        "vote_kernel": (A2, i64, A2, A2, L1, L1, L1, I1, types.boolean, F2, L2, F2, L2, I1),
     }
 
 

@@ -40,8 +40,8 @@ def oracle_neighbours(Y, W, R, q, skip=None, n_probe=_config.VOTE_PROBE_ATOMS):
     return _naive.vote_neighbours(Y, W, R, q, n_probe, skip)
 
 
-def oracle_vote(neighbours, labels, own, k):
-    return _naive.vote(neighbours, labels, own, k)
+def oracle_vote(neighbours, labels, own, k, ranked=True):
+    return _naive.vote(neighbours, labels, own, k, ranked)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -165,9 +165,10 @@ def test_vote_rule_matches_the_oracle():
     labels = rng.integers(0, 3, size=60).astype(np.int32)
     neighbours = rng.integers(-1, 60, size=(200, 5))
     for own in (np.full(200, -1, dtype=np.int32), rng.integers(0, 3, size=200).astype(np.int32)):
-        out = np.empty(200, dtype=np.int32)
-        vote_kernel(neighbours, labels, own, 3, out)
-        np.testing.assert_array_equal(out, oracle_vote(neighbours, labels, own, 3))
+        for ranked in (False, True):
+            out = np.empty(200, dtype=np.int32)
+            vote_kernel(neighbours, labels, own, 3, ranked, out)
+            np.testing.assert_array_equal(out, oracle_vote(neighbours, labels, own, 3, ranked))
 
 
 def test_references_end_at_a_fixed_point_of_their_vote(monkeypatch):
@@ -203,7 +204,8 @@ def test_rounds_do_not_erase_a_cluster():
     their cluster would be gone. The rounds move boundaries; they stop
     before a round that leaves fewer labels than it found, and the five
     keep theirs: in the last step each counts itself among its ten nearest
-    references, five against five, and a tie goes to the nearest."""
+    references, and the nearest five, its own, hold most of the ranked
+    votes."""
     rng = np.random.default_rng(4)
     angle, radius = rng.uniform(0, 2 * np.pi, 100), np.sqrt(rng.uniform(0, 1, 100))
     disc = np.c_[radius * np.cos(angle), radius * np.sin(angle)]
@@ -211,8 +213,8 @@ def test_rounds_do_not_erase_a_cluster():
     R = np.vstack([disc, small])
     first = np.r_[np.zeros(100), np.ones(5)].astype(np.int32)
     others = oracle_neighbours(R, R[:1], R, 10, skip=np.arange(105), n_probe=1)
-    one_round = oracle_vote(others, first, first, 2)
-    assert (one_round == 0).all()  # what the round would do
+    one_round = oracle_vote(others, first, first, 2, ranked=False)
+    assert (one_round == 0).all()  # what the first, unranked round would do
     model, reference_labels = fit_label_vote(R[::7], R, first, 10, 2)
     assert model.exact  # every reference a candidate, as the oracle's
     np.testing.assert_array_equal(reference_labels, first)
@@ -238,6 +240,34 @@ def test_a_screen_that_saves_too_little_reads_every_cell():
             n_probe = probe_count(n_references, n_atoms)
             screened = n_atoms + n_probe * n_references / n_atoms
             assert n_probe == n_atoms or n_atoms + n_references >= _config.VOTE_SCREEN_SAVING * screened
+
+
+def test_a_screen_in_many_features_reads_more_cells():
+    # whether to screen is judged on the narrow screen, and the screen is
+    # then widened past FEW_FEATURES: MNIST-5's 4,958 references in 70 cells
+    narrow = probe_count(4_958, 70)
+    assert narrow == 6
+    assert probe_count(4_958, 70, n_features=_vote_kernels.FEW_FEATURES) == narrow
+    assert probe_count(4_958, 70, n_features=784) == _config.VOTE_PROBE_WIDEN * narrow
+    assert probe_count(10_000, 100, n_samples=10**6, n_features=784) == _config.VOTE_PROBE_WIDEN * 4
+    assert probe_count(100_000, 10, n_samples=10**6, n_features=784) == 10  # never more than the atoms
+    # an exact search stays exact, and a search exact at few features is exact at many
+    for n_references in range(100, 20_000, 331):
+        for n_atoms in (16, 40, 70, 100, 160):
+            wide = probe_count(n_references, n_atoms, n_features=784)
+            assert (wide == n_atoms) >= (probe_count(n_references, n_atoms) == n_atoms)
+
+
+def test_ranked_votes_weigh_the_nearest_most():
+    # three neighbours, nearest first, of labels 0, 1, 1: one vote each
+    # gives 1; ranked, 1 against 1/2 + 1/3 gives 0; with the own half vote
+    # for 1, 1 again (1/2 + 1/3 + 1/2 > 1)
+    neighbours = np.array([[0, 1, 2]])
+    labels = np.array([0, 1, 1], dtype=np.int32)
+    none = np.array([-1], dtype=np.int32)
+    assert _naive.vote(neighbours, labels, none, 2) == [1]
+    assert _naive.vote(neighbours, labels, none, 2, ranked=True) == [0]
+    assert _naive.vote(neighbours, labels, np.array([1], dtype=np.int32), 2, ranked=True) == [1]
 
 
 def test_a_sample_of_references_is_searched_screened():
@@ -566,9 +596,15 @@ def test_more_neighbours_than_references_still_label_every_point():
     assert set(np.unique(model.labels_)) == {0, 1}
     np.testing.assert_array_equal(model.predict(Y), model.labels_)
     # a vote of more neighbours than references, asked for directly: every
-    # point votes with all of them, and the label of 40 of the 60 wins
-    vote = LabelVote(model.components_, Y, (np.arange(60) < 20).astype(np.int32), 100, 2)
+    # point votes with all of them, and with one vote each the label of 40
+    # of the 60 wins; ranked, as the oracle ranks all 60
+    first = (np.arange(60) < 20).astype(np.int32)
+    vote = LabelVote(model.components_, Y, first, 100, 2, ranked=False)
     np.testing.assert_array_equal(vote.predict(Y), 0)
+    every = np.argsort(((Y[:, None, :] - Y[None, :, :]) ** 2).sum(axis=2), axis=1, kind="stable")
+    ranked = LabelVote(model.components_, Y, first, 100, 2).predict(Y)
+    np.testing.assert_array_equal(ranked, oracle_vote(every, first, np.full(60, -1), 2))
+    assert 0 < ranked.sum() < 60
 
 
 def _pieces_of(graph):
@@ -799,17 +835,29 @@ def test_predict_refuses_points_whose_distances_overflow(moons, cls):
 
 
 @pytest.mark.parametrize("cls", [KDSClustering, KDSEnsembleClustering])
-def test_a_vote_that_outvotes_a_cluster_says_so(cls):
-    """Two far-apart blobs of 8 and 92 points: 25 voting neighbours (59
-    asked for, capped at half an even split) give every point the larger
-    blob's label, and the fit warns that the labels hold fewer clusters than
-    n_clusters (as scikit-learn's KMeans warns); 10 keep both blobs, without
-    a warning. (The leading embedding: the code graph's two components are
-    the blobs.)"""
+def test_a_vote_that_outvotes_a_cluster_says_so(cls, monkeypatch):
+    """Two far-apart blobs of 8 and 92 points, 25 voting neighbours (59
+    asked for, capped at half an even split). Ranked votes keep both blobs:
+    a point of the small one counts ``1 + 1/2 + ... + 1/8`` for it against
+    ``1/9 + ... + 1/25`` for the other. One vote a neighbour gives every
+    point the larger blob's label, and the fit warns that the labels hold
+    fewer clusters than n_clusters (as scikit-learn's KMeans warns); 10
+    keep both blobs, without a warning. (The leading embedding: the code
+    graph's two components are the blobs.)"""
+    import functools
+
+    from fastkds import label_vote
     from fastkds.exceptions import FewerClustersWarning
 
     rng = np.random.RandomState(0)
     X = np.vstack([rng.randn(8, 2), rng.randn(92, 2) + 20])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FewerClustersWarning)
+        for q in (59, 10):
+            labels = cls(2, vote_neighbors=q, embedding="leading", random_state=0).fit(X).labels_
+            assert sorted(np.bincount(labels)) == [8, 92]
+    unranked = functools.partialmethod(label_vote.LabelVote.__init__, ranked=False)
+    monkeypatch.setattr(label_vote.LabelVote, "__init__", unranked)
     with pytest.warns(FewerClustersWarning, match="1 distinct clusters of n_clusters=2"):
         cls(2, vote_neighbors=59, embedding="leading", random_state=0).fit(X)
     with warnings.catch_warnings():

@@ -3,6 +3,7 @@
 errors for files that are newer, foreign or incomplete."""
 
 import copy
+import json
 import os
 import pickle
 import re
@@ -448,6 +449,24 @@ def test_file_from_before_the_count_of_cells_searches_four(moons, tmp_path):
     assert fastkds.load(path).vote_.n_probe == _config.VOTE_PROBE_ATOMS
     _rewrite(path, **{"vote_.attributes": np.array('{"n_probe": 0}')})
     with pytest.raises(ValueError, match="n_probe must be at least 1"):
+        fastkds.load(path)
+
+
+def test_file_from_before_ranked_votes_votes_one_a_neighbour(moons, tmp_path):
+    """A file whose vote attributes lack ``ranked`` (written when each
+    neighbour had one vote) loads voting so, as the model that wrote it
+    did; a newer file keeps ranked votes, and a value other than true or
+    false fails clearly."""
+    path = tmp_path / "model.npz"
+    model = KDSClustering(2, n_atoms=12, **FIT).fit(moons)
+    assert model.vote_.ranked
+    model.save(path)
+    assert fastkds.load(path).vote_.ranked
+    attributes = {"n_probe": model.vote_.n_probe, "n_neighbors": model.vote_.n_neighbors}
+    _rewrite(path, **{"vote_.attributes": np.array(json.dumps(attributes))})
+    assert not fastkds.load(path).vote_.ranked
+    _rewrite(path, **{"vote_.attributes": np.array(json.dumps({**attributes, "ranked": 1}))})
+    with pytest.raises(ValueError, match="ranked must be true or false, got 1"):
         fastkds.load(path)
 
 

@@ -10,7 +10,6 @@ import warnings
 import numpy as np
 from sklearn.cluster import KMeans
 
-from .. import _config
 from .._validation import check_positive_int
 from ..label_vote import LabelVote
 from ..persistence import FLOAT64, FLOATS, check_array, check_count, require
@@ -52,7 +51,8 @@ def write_spectral_step(writer, prefix, model):
         writer.array(f"{prefix}vote_.references", model.vote_.references)
         writer.array(f"{prefix}vote_.labels", model.vote_.labels)
         writer.json(
-            f"{prefix}vote_.attributes", {"n_probe": model.vote_.n_probe, "n_neighbors": model.vote_.n_neighbors}
+            f"{prefix}vote_.attributes",
+            {"n_probe": model.vote_.n_probe, "n_neighbors": model.vote_.n_neighbors, "ranked": model.vote_.ranked},
         )
 
 
@@ -118,19 +118,22 @@ def _read_vote(reader, prefix, model, n_features, n_clusters):
     require(references.shape[0] > 0, f"{prefix}references is empty")
     require(labels.min() >= 0 and labels.max() < n_clusters, f"{prefix}labels hold labels outside 0..{n_clusters - 1}")
     # files written before the count of cells followed the cells' size
-    # searched VOTE_PROBE_ATOMS of them: their labels_ came from that search
-    # and before the vote's reach was capped (vote_reach) it was vote_neighbors
-    n_probe, n_neighbors = _config.VOTE_PROBE_ATOMS, model.vote_neighbors
+    # searched 4 of them: their labels_ came from that search; before the
+    # vote's reach was capped (vote_reach) it was vote_neighbors; and before
+    # ranked votes each neighbour had one
+    n_probe, n_neighbors, ranked = 4, model.vote_neighbors, False
     if reader.has(f"{prefix}attributes"):
-        attributes = reader.json(f"{prefix}attributes", ("n_probe",), optional=("n_neighbors",))
+        attributes = reader.json(f"{prefix}attributes", ("n_probe",), optional=("n_neighbors", "ranked"))
         n_probe = check_count(attributes["n_probe"], f"{prefix}n_probe")
         n_neighbors = check_count(attributes.get("n_neighbors", n_neighbors), f"{prefix}n_neighbors")
+        ranked = attributes.get("ranked", ranked)
+        require(isinstance(ranked, bool), f"{prefix}ranked must be true or false, got {ranked!r}")
     require(n_probe >= 1, f"{prefix}n_probe must be at least 1, got {n_probe}")
     require(
         1 <= n_neighbors <= model.vote_neighbors,
         f"{prefix}n_neighbors must be in 1..vote_neighbors={model.vote_neighbors}, got {n_neighbors}",
     )
-    return LabelVote(model.components_, references, labels, n_neighbors, n_clusters, n_probe=n_probe)
+    return LabelVote(model.components_, references, labels, n_neighbors, n_clusters, n_probe=n_probe, ranked=ranked)
 
 
 def _read_spectrum(reader, prefix, embedding):

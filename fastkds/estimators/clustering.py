@@ -107,12 +107,15 @@ class KDSClustering(SparseInputMixin, SaveMixin, EmbeddingFeaturesMixin, Cluster
         apart (details: ``fastkds.spectral.BipartiteSpectrum``).
     vote_neighbors : int or None, default=10
         The neighbours' vote (``fastkds.label_vote``): after the k-means on
-        the embedding, each point takes the label most of its
-        ``vote_neighbors`` nearest points hold. The code graph places a
+        the embedding, each point takes the label its ``vote_neighbors``
+        nearest points hold most, the r-th nearest counting ``1 / r`` (one
+        vote each in the first rounds among the references, which move the
+        boundaries, ranked in the last ones). The code graph places a
         boundary between clusters no more finely than its atoms, each
         standing for tens of points; the vote moves it at the points' own
         resolution. The neighbours are searched among at most 100 reference
-        points per atom, screened by the atoms, so the cost per point does
+        points per atom, screened by the atoms (the cells of a point's 4
+        nearest atoms, 12 in more than 32 features), so the cost per point does
         not grow with n (among every reference, exactly, where the screen
         would save little: a few thousand points). ``predict`` labels new
         points by the same vote

@@ -139,7 +139,8 @@ class KDSEnsembleClustering(
         leading modes, or those and the next k, weighted.
     vote_neighbors : int or None, default=10
         As in :class:`~fastkds.KDSClustering`: each point then takes the
-        label most of its ``vote_neighbors`` nearest points hold, searched
+        label its ``vote_neighbors`` nearest points hold most (ranked
+        votes), searched
         among reference points screened by all the dictionaries' atoms
         (on all of Numba's threads). None: the k-means labels.
     random_state : int, RandomState instance or None, default=None
