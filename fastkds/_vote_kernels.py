@@ -102,6 +102,11 @@ def _search_one(Y, i, W, R, cell_start, cell_refs, n_probe, best_dist, best_idx)
             _insert(best_dist, best_idx, _sq_distance(Y, i, R, cell_refs[t]), cell_refs[t])
 
 
+#: References per cell of the exact search of long rows
+#: (:meth:`fastkds.label_vote.LabelVote.neighbours`): every cell is probed,
+#: and :func:`search_screened` runs its cells' products on every thread.
+EXACT_CELL_REFS = 512
+
 #: Fewest references per cell, on average, for which :func:`nearest_references`
 #: screens the distances by BLAS products: a product with fewer columns
 #: costs more in gathering its points than it saves (docs/algorithm.md,
@@ -206,9 +211,8 @@ def nearest_references(Y, W, R, cell_start, cell_refs, cell_label, probes, neigh
     to :data:`FEW_FEATURES` features, :func:`search_direct`; past them, the
     distances screened by BLAS products (:func:`search_screened`), unless
     the cells hold fewer than :data:`SCREEN_MIN_REFS` references on average
-    (:func:`search_shared_reads`). One cell of them all (``W`` one atom:
-    the exact search of :class:`fastkds.label_vote.LabelVote`) is screened
-    at any number of features.
+    (:func:`search_shared_reads`). One cell of them all (``W`` one atom) is
+    screened at any number of features.
     """
     alone = np.empty(Y.shape[0], dtype=np.bool_)  # points whose probed cells hold no reference
     settle(probes, cell_start, cell_label, alone, settled)

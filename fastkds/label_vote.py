@@ -92,7 +92,15 @@ from scipy.sparse.csgraph import connected_components
 
 from . import _config
 from ._validation import read_only
-from ._vote_kernels import FEW_FEATURES, cell_radii, nearest_references, nearest_references_exact, probe_atoms, vote
+from ._vote_kernels import (
+    EXACT_CELL_REFS,
+    FEW_FEATURES,
+    cell_radii,
+    nearest_references,
+    nearest_references_exact,
+    probe_atoms,
+    vote,
+)
 from .sources import random_rows
 from .spectral import fit_kmeans, gap_ratios, min_points, outlier_share
 
@@ -318,13 +326,19 @@ class LabelVote:
                         out,
                     )
                 return out, settled
-            # longer rows: one cell that holds them all (its products span
-            # all the references at once), and no atoms to rank
+            # longer rows: the references in runs of EXACT_CELL_REFS, every
+            # one probed by every point, and no atoms to rank: the products
+            # span many references at once, and the runs spread over the
+            # threads (one cell of them all ran on one); every reference is
+            # a candidate whatever the runs, so the neighbours are the same
             n_refs = self.references.shape[0]
-            atoms, cell_start = self.atoms[:1], np.array([0, n_refs], dtype=np.int64)
+            cell_start = np.append(np.arange(0, n_refs, EXACT_CELL_REFS), n_refs).astype(np.int64)
+            n_cells = cell_start.shape[0] - 1
+            # no point is alone (every run is probed), so no atom is read: one a run
+            atoms = np.repeat(self.atoms[:1], n_cells, axis=0)
             cell_refs = np.arange(n_refs, dtype=np.int64)
-            probes = np.zeros((Y.shape[0], 1), dtype=np.int64)
-            cell_label = np.full(1, -1, dtype=np.int64)
+            probes = np.ascontiguousarray(np.broadcast_to(np.arange(n_cells, dtype=np.int64), (Y.shape[0], n_cells)))
+            cell_label = np.full(n_cells, -1, dtype=np.int64)
         else:
             atoms, cell_start, cell_refs = self.atoms, self.cell_start, self.cell_refs
             probes = _probe(Y, self.atoms, self.n_probe, n_jobs) if probes is None else probes

@@ -291,6 +291,24 @@ def test_points_outside_a_sample_of_references_are_searched_screened():
     np.testing.assert_array_equal(sampled.predict(Y), sampled.labels_)
 
 
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_an_exact_search_of_long_rows_in_runs_matches_the_oracle(n_jobs):
+    # 1,300 references of 40 features: runs of 512, 512 and 276, each probed
+    # by every point; rows repeated across runs tie, and go to the smaller index
+    from fastkds._vote_kernels import EXACT_CELL_REFS
+
+    rng = np.random.default_rng(9)
+    R = rng.normal(size=(1_300, 40))
+    R[1_100:1_150] = R[100:150]  # the same rows in the first run and the third
+    Y = np.vstack([rng.normal(size=(150, 40)), R[100:120] + 0.0])
+    W = R[::100]
+    vote = LabelVote(W, R, np.zeros(R.shape[0], dtype=int), 7, 2, n_probe=W.shape[0])
+    assert vote.exact and R.shape[0] > 2 * EXACT_CELL_REFS
+    found, settled = vote.neighbours(Y, n_jobs=n_jobs)
+    np.testing.assert_array_equal(found, oracle_neighbours(Y, W, R, 7, n_probe=W.shape[0]))
+    assert (settled < 0).all()
+
+
 def test_an_exact_search_finds_the_exact_neighbours():
     # twenty closed curves in 256 dimensions: the screened search misses a
     # few of the nearest (2%), enough to join the curves' graph into one piece
