@@ -44,10 +44,10 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
    label keeps it (its own cell is among them). Then the same rounds again
    with ranked votes, the r-th nearest counting ``1 / r``: one vote each
    moves a boundary placed by the atoms across their cells, and the ranked
-   vote, the better classifier of the two (a higher leave-one-out accuracy
-   of the true labels on every set of ``bench/real_data.py``), settles it
-   where the nearest points put it (docs/experiments.md, "Ranked votes and
-   a wider screen"). Unless
+   vote, the better classifier of the two (a leave-one-out accuracy of the
+   true labels at least as high on every set of ``bench/real_data.py``:
+   ``bench/vote_weights.py``), settles it where the nearest points put it
+   (docs/experiments.md, "Ranked votes and a wider screen"). Unless
    the code graph joins what the neighbours part: where the graph joining
    each reference to its q nearest others (or, where that falls into more
    than ``n_clusters`` pieces, to the fewest up to 2q that fall into at
