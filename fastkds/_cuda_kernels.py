@@ -713,9 +713,10 @@ def vote_kernel(
     ``W`` the atoms, ``R`` the references, ``cell_refs[cell_start[a]:
     cell_start[a + 1]]`` atom ``a``'s cell, ``cell_label[a]`` the label all
     of them hold (-1: none or several), ``ref_label`` the references'
-    labels, ``ranked`` whether the r-th voter counts ``1 / r``. Scratch, one row per thread: ``atom_dist`` (m), ``probe``
-    (``n_probe`` columns: the probed atoms), ``best_dist`` and ``best_idx``
-    (q columns: the voters).
+    labels, ``ranked`` whether the r-th voter counts ``1 / r``. Scratch,
+    one row per thread: ``atom_dist`` (m), ``probe`` (``n_probe`` columns:
+    the probed atoms), ``best_dist`` and ``best_idx`` (q columns: the
+    voters).
     """
     slot = cuda.grid(1)
     stride = atom_dist.shape[0]  # one thread per scratch row, the rest idle
