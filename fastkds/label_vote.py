@@ -566,13 +566,12 @@ def _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_s
                 return _take_labels(model, fine, nearest, n_jobs)
     current = model.labels
     n_labels = np.unique(current).size
+    voters = _others(nearest, np.arange(nearest.shape[0]), q)  # the same in every round
     for ranked in (False, True) if model.ranked else (False,):
         for _ in range(_config.VOTE_MAX_ROUNDS):
             rows = np.flatnonzero(_mixed(probes, model))
             new = current.copy()
-            new[rows] = _vote(
-                _others(nearest[rows], rows, q), current, current[rows], model.n_clusters, n_jobs, ranked=ranked
-            )
+            new[rows] = _vote(voters[rows], current, current[rows], model.n_clusters, n_jobs, ranked=ranked)
             # a round that erases a label is not taken (module docstring); none adds one
             if np.array_equal(new, current) or np.unique(new).size < n_labels:
                 break
