@@ -109,6 +109,11 @@ VOTE_PROBE_ATOMS = 4
 #: (docs/experiments.md, "Ranked votes and a wider screen").
 VOTE_PROBE_WIDEN = 3
 VOTE_MAX_ROUNDS = 20
+#: Pieces that a narrower graph of the references falls into, at r
+#: neighbours, are weighed against the k-means labels by their cut of the
+#: graph of min(q, VOTE_PIECES_REACH * r) neighbours (docs/experiments.md,
+#: "Pieces judged near their own reach").
+VOTE_PIECES_REACH = 3
 
 #: The vote screens its search by the atoms only where that reads fewer
 #: than 1 / VOTE_SCREEN_SAVING of the distances an exact search reads

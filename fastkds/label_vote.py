@@ -28,8 +28,11 @@ Two steps (docs/algorithm.md, "The neighbours' vote"):
    one (each joined to its q' < q nearest, the most at which it does:
    :func:`_finer_pieces`) falls into exactly ``n_clusters`` pieces, each
    larger than q and than the spectral step's outliers, and those pieces
-   cut the q-graph less than the k-means labels do (a smaller normalised
-   cut, :func:`normalised_cut`), the pieces are the labels: clusters apart
+   cut the graph of min(q, 3 q') neighbours
+   (:data:`fastkds._config.VOTE_PIECES_REACH`: the q-graph where 3 q' >=
+   q) less than the k-means labels do (a
+   smaller normalised cut, :func:`normalised_cut`), the pieces are the
+   labels: clusters apart
    at the points' finest reach and joined at q by a few bridges (the two
    faces of Yale B: their 2-NN graph holds the two subjects, 64 images
    each, while about a tenth of the 10-NN graph's edges join them). The
@@ -525,9 +528,14 @@ def _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_s
     nearest, _ = model.neighbours(model.references, n_neighbors=q + 1, n_jobs=n_jobs, probes=probes)
     graph, n_pieces, piece = _pieces(model, nearest, probes, n_jobs)
     affinity = _affinity(graph)
-    finer = _finer_pieces(nearest, model.n_clusters, least) if n_pieces < model.n_clusters else None
-    if finer is not None and normalised_cut(affinity, finer) < normalised_cut(affinity, model.labels):
-        return _take_labels(model, finer, nearest, n_jobs)
+    finer, reach = _finer_pieces(nearest, model.n_clusters, least) if n_pieces < model.n_clusters else (None, 0)
+    if finer is not None:
+        # judged on the graph of VOTE_PIECES_REACH times their own reach,
+        # at most q
+        width = min(q, _config.VOTE_PIECES_REACH * reach) + 1
+        judge = affinity if width == nearest.shape[1] else _affinity(_neighbour_graph(nearest[:, :width]))
+        if normalised_cut(judge, finer) < normalised_cut(judge, model.labels):
+            return _take_labels(model, finer, nearest, n_jobs)
     # the k-means labels join pieces, and so do the atoms' cells: atoms too
     # coarse for the gap (where every cell lies in one piece, the atoms part
     # the pieces, and a label across them is the code graph's own choice)
@@ -596,7 +604,8 @@ def _take_labels(model, labels, nearest, n_jobs):
 def _finer_pieces(nearest, n_clusters, least):
     """The pieces of the references' graph at the most neighbours below q
     at which it falls into exactly ``n_clusters`` pieces, each of at least
-    ``least`` references, as int32 labels; None where there is none.
+    ``least`` references, as int32 labels, and that count of neighbours;
+    ``(None, 0)`` where there is none.
 
     ``nearest`` holds each reference's q + 1 nearest, itself first. Fewer
     neighbours only split pieces, so the narrower graphs' pieces refine the
@@ -608,9 +617,9 @@ def _finer_pieces(nearest, n_clusters, least):
         if n_pieces < n_clusters:
             continue
         if n_pieces == n_clusters and np.bincount(piece).min() >= least:
-            return piece.astype(np.int32)
-        return None
-    return None
+            return piece.astype(np.int32), width - 1
+        return None, 0
+    return None, 0
 
 
 def normalised_cut(affinity, labels):

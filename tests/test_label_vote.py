@@ -979,11 +979,12 @@ def test_pieces_of_a_narrower_graph_that_cut_less_are_the_labels():
     model, reference_labels = fit_label_vote(R[::25], R, first, 10, 2)
     nearest, _ = model.neighbours(R, n_neighbors=11)
     assert connected_components(_neighbour_graph(nearest), directed=False)[0] == 1
-    assert clustering_accuracy(grid, _finer_pieces(nearest, 2, 5)) == 1.0
+    pieces, reach = _finer_pieces(nearest, 2, 5)
+    assert clustering_accuracy(grid, pieces) == 1.0 and 1 <= reach < 10
     assert clustering_accuracy(grid, reference_labels) == 1.0
     np.testing.assert_array_equal(reference_labels, model.predict(R))
     # pieces smaller than the least a cluster holds are none
-    assert _finer_pieces(nearest, 2, 301) is None
+    assert _finer_pieces(nearest, 2, 301) == (None, 0)
 
 
 def test_pieces_of_a_narrower_graph_that_split_a_cluster_are_not_taken():
@@ -998,7 +999,8 @@ def test_pieces_of_a_narrower_graph_that_split_a_cluster_are_not_taken():
     first = moon.astype(np.int32)
     model, reference_labels = fit_label_vote(R[::50], R, first, 10, 2)
     nearest, _ = model.neighbours(R, n_neighbors=11)
-    pieces = _finer_pieces(nearest, 2, 10)
+    pieces, reach = _finer_pieces(nearest, 2, 10)
+    assert reach == 4  # judged on the 10-NN graph: min(10, 3 * 4)
     assert pieces is not None and clustering_accuracy(moon, pieces) < 0.95
     assert clustering_accuracy(moon, reference_labels) > 0.99
 
@@ -1017,6 +1019,20 @@ def test_yaleb_faces_are_the_pieces_of_a_narrower_graph():
     model = KDSClustering(2, random_state=0).fit(Y)
     assert clustering_accuracy(y, KDSClustering(2, random_state=0, vote_neighbors=None).fit_predict(Y)) < 0.9
     assert clustering_accuracy(y, model.labels_) == 1.0
+
+
+@pytest.mark.skipif(not (DATA / "yaleb").is_dir(), reason="shared/data/yaleb not found beside the checkout")
+@pytest.mark.parametrize("seed", [2, 5])
+def test_yaleb_faces_are_judged_near_the_reach_they_part_at(seed, monkeypatch):
+    # the faces part at 2 neighbours; these seeds' k-means labels (by
+    # lighting, 0.73 and 0.70) cut the 10-NN graph less than the faces do,
+    # and the 6-NN graph (3 x 2 neighbours) more
+    from fastkds.experiments import load_data_set
+
+    Y, y = load_data_set("yaleb", DATA, 0)
+    assert clustering_accuracy(y, KDSClustering(2, random_state=seed).fit_predict(Y)) == 1.0
+    monkeypatch.setattr(_config, "VOTE_PIECES_REACH", 10)  # judged on the 10-NN graph
+    assert clustering_accuracy(y, KDSClustering(2, random_state=seed).fit_predict(Y)) < 0.85
 
 
 @pytest.mark.skipif(not (DATA / "mnist").is_dir(), reason="shared/data/mnist not found beside the checkout")

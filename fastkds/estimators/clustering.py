@@ -138,7 +138,8 @@ class KDSClustering(SparseInputMixin, SaveMixin, EmbeddingFeaturesMixin, Cluster
         the vote such a fit raises, naming the modes there are). And where
         a narrower graph (fewer neighbours than ``vote_neighbors``) falls
         into exactly ``n_clusters`` pieces of more than ``vote_neighbors``
-        points each that cut the wider graph less than the k-means labels
+        points each that cut a wider graph (of three times their
+        neighbours, at most ``vote_neighbors``) less than the k-means labels
         do (a smaller normalised cut), the pieces are the labels: clusters
         joined by a few bridges (two faces of Yale B).
 
