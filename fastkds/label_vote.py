@@ -408,7 +408,7 @@ class LabelVote:
         labels : ndarray of int32, shape (n_samples,)
         """
         neighbours, settled = self.neighbours(Y, n_jobs=n_jobs, settle=True)
-        return _vote(neighbours, self.labels, None, self.n_clusters, n_jobs, settled, self.ranked)
+        return _vote(neighbours, self.labels, None, self.n_clusters, n_jobs, self.ranked, settled)
 
 
 def _largest_sq_norm(Y):
@@ -428,9 +428,10 @@ def _probe(Y, atoms, n_probe, n_jobs):
     return out
 
 
-def _vote(neighbours, labels, own, n_clusters, n_jobs, settled=None, ranked=True):
+def _vote(neighbours, labels, own, n_clusters, n_jobs, ranked, settled=None):
     """:func:`fastkds._vote_kernels.vote` into a new array (``own`` None:
-    no own votes); rows with ``settled >= 0`` take that label."""
+    no own votes; ``ranked``: the r-th neighbour counts ``1 / r``); rows
+    with ``settled >= 0`` take that label."""
     out = np.empty(neighbours.shape[0], dtype=np.int32)
     own = np.full(out.shape[0], -1, dtype=np.int32) if own is None else own
     with _config.numba_threads(n_jobs):
@@ -574,12 +575,12 @@ def _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_s
                 return _take_labels(model, fine, nearest, n_jobs)
     current = model.labels
     n_labels = np.unique(current).size
-    voters = _others(nearest, np.arange(nearest.shape[0]), q)  # the same in every round
+    voters = _others(nearest, q)  # the same in every round
     for ranked in (False, True) if model.ranked else (False,):
         for _ in range(_config.VOTE_MAX_ROUNDS):
             rows = np.flatnonzero(_mixed(probes, model))
             new = current.copy()
-            new[rows] = _vote(voters[rows], current, current[rows], model.n_clusters, n_jobs, ranked=ranked)
+            new[rows] = _vote(voters[rows], current, current[rows], model.n_clusters, n_jobs, ranked)
             # a round that erases a label is not taken (module docstring); none adds one
             if np.array_equal(new, current) or np.unique(new).size < n_labels:
                 break
@@ -587,7 +588,7 @@ def _vote_of_references(model, probes, rng, n_init, code_gap_ratio, code_graph_s
     rows = np.flatnonzero(_mixed(probes, model))
     reference_labels = current.copy()
     reference_labels[rows] = _vote(
-        np.ascontiguousarray(nearest[rows, :q]), current, None, model.n_clusters, n_jobs, ranked=model.ranked
+        np.ascontiguousarray(nearest[rows, :q]), current, None, model.n_clusters, n_jobs, model.ranked
     )
     return reference_labels
 
@@ -598,7 +599,7 @@ def _take_labels(model, labels, nearest, n_jobs):
     columns) under them."""
     model.labels = labels
     voters = np.ascontiguousarray(nearest[:, : model.n_neighbors])
-    return _vote(voters, labels, None, model.n_clusters, n_jobs, ranked=model.ranked)
+    return _vote(voters, labels, None, model.n_clusters, n_jobs, model.ranked)
 
 
 def _finer_pieces(nearest, n_clusters, least):
@@ -848,7 +849,8 @@ def _mixed(probes, model):
     return (held < 0).any(axis=1) | (held != held[:, :1]).any(axis=1)
 
 
-def _others(nearest, rows, q):
-    """The first ``q`` of each row of ``nearest`` other than the reference ``rows`` itself."""
-    keep = nearest != rows[:, None]
+def _others(nearest, q):
+    """The first ``q`` of each row of ``nearest`` (the references' own
+    search, row i that of reference i) other than the reference itself."""
+    keep = nearest != np.arange(nearest.shape[0])[:, None]
     return np.ascontiguousarray(np.take_along_axis(nearest, np.argsort(~keep, axis=1, kind="stable"), axis=1)[:, :q])
