@@ -141,6 +141,16 @@ VOTE_RANDOM_CUT = 0.5
 #: the dense matrix is small and ARPACK's set-up dominates.
 VOTE_DENSE_EIGEN = 500
 
+#: From this many atoms the largest eigenvalue of a dictionary's Gram
+#: matrix (the encoder's step, :func:`fastkds.prepared.top_eigenvalue`)
+#: comes from Lanczos iterations: below it the whole spectrum costs less
+#: than ARPACK's set-up (docs/experiments.md, "The step from Lanczos").
+GRAM_LANCZOS_ATOMS = 192
+
+#: Restarts Lanczos may spend on that eigenvalue before the whole spectrum
+#: is computed instead: about the cost of that spectrum at 500 atoms.
+GRAM_LANCZOS_RESTARTS = 10
+
 #: Products with the references' graph that Lanczos may spend on its
 #: spectrum (:func:`fastkds.label_vote._laplacian_spectrum`) before
 #: shift-invert takes over: a few hundred where the graph is of

@@ -23,7 +23,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from . import _active_set, _kernels
+from . import _active_set, _config, _kernels
 from ._config import single_thread_blas
 from ._validation import check_choice, read_only
 
@@ -104,7 +104,43 @@ def offset_step_ratio(W):
 def _sigma_max_sq(A):
     """``sigma_max(A)^2`` from the smaller of ``A^T A`` and ``A A^T`` (A not empty)."""
     gram = A.T @ A if A.shape[1] <= A.shape[0] else A @ A.T
-    return float(np.linalg.eigvalsh(gram)[-1])
+    return top_eigenvalue(gram)
+
+
+def top_eigenvalue(G):
+    """The largest eigenvalue of a symmetric positive semi-definite matrix.
+
+    Parameters
+    ----------
+    G : ndarray of shape (m, m), float64, m >= 1
+        A Gram matrix.
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    From :data:`fastkds._config.GRAM_LANCZOS_ATOMS` rows on, by Lanczos
+    (ARPACK) from a fixed start, so that the same matrix always gets the
+    same step: at 500 atoms a fifth of the time of the whole spectrum, and
+    as accurate (a Ritz value is exact to the square of its residual). Where
+    it does not converge within :data:`fastkds._config.GRAM_LANCZOS_RESTARTS`
+    restarts, and for fewer rows, by the whole spectrum (``eigvalsh``).
+    """
+    m = G.shape[0]
+    if m >= _config.GRAM_LANCZOS_ATOMS and np.trace(G) > 0:  # a zero matrix has no Krylov space
+        import scipy.sparse.linalg  # here: it costs fastkds's import more than the fits that need it
+
+        v0 = np.random.RandomState(0).uniform(-1.0, 1.0, m)
+        try:
+            top = scipy.sparse.linalg.eigsh(
+                G, k=1, which="LA", v0=v0, tol=0, maxiter=_config.GRAM_LANCZOS_RESTARTS, return_eigenvectors=False
+            )
+            return float(top[0])
+        except (scipy.sparse.linalg.ArpackNoConvergence, scipy.sparse.linalg.ArpackError):
+            pass
+    return float(np.linalg.eigvalsh(G)[-1])
 
 
 #: Tukey's "far out" fence, in interquartile ranges above the upper quartile.
@@ -204,7 +240,7 @@ class _NearAtoms:
         G = G64[np.ix_(index, index)]
         mean = G.mean(axis=0)
         # sigma_max^2 of the near atoms less their own mean atom
-        top = float(np.linalg.eigvalsh(G - mean[:, None] - mean[None, :] + mean.mean())[-1])
+        top = top_eigenvalue(G - mean[:, None] - mean[None, :] + mean.mean())
         if not top > np.sqrt(np.finfo(dtype).eps) * float(np.trace(G)):
             return None
         return cls(index, np.flatnonzero(far), W, G64, 1.0 / top, dtype)
@@ -332,7 +368,7 @@ class PreparedDictionary:
         # that follow (see fastkds._config.numba_threads), wherever this runs
         with single_thread_blas():
             G64 = W64 @ W64.T
-            top = float(np.linalg.eigvalsh(G64)[-1]) if W64.size else 0.0
+            top = top_eigenvalue(G64) if W64.size else 0.0
             if step == "centred":
                 # sigma_max(W - mean atom)^2, held above (eps sigma_max(W))^2: atoms
                 # that coincide to rounding (every code optimal) get a finite step.
@@ -343,7 +379,7 @@ class PreparedDictionary:
                 floor_scale = float(np.finfo(self.dtype).eps) ** 2
                 if top < floor_scale * sq_norms.sum():
                     Wu = np.asarray(W, dtype=np.float64)
-                    top = max(top, floor_scale * float(np.linalg.eigvalsh(Wu @ Wu.T)[-1]))
+                    top = max(top, floor_scale * top_eigenvalue(Wu @ Wu.T))
         # A zero dictionary has no gradient from the fit term; any step works.
         self.alpha_value = 1.0 / top if top > 0 else 1.0
         self.alpha = self.dtype.type(self.alpha_value)

@@ -94,6 +94,35 @@ def test_points_at_atoms_are_coded_by_that_atom():
     np.testing.assert_allclose(C.toarray(), np.eye(6), atol=1e-6)
 
 
+@pytest.mark.parametrize("m, d", [(200, 784), (300, 20), (256, 2)])
+def test_the_step_from_lanczos_is_the_spectral_norms(m, d):
+    # from GRAM_LANCZOS_ATOMS atoms the step's eigenvalue comes from Lanczos:
+    # checked against an SVD (the oracle's norm), low rank (d < m) included
+    from fastkds._config import GRAM_LANCZOS_ATOMS
+
+    assert m >= GRAM_LANCZOS_ATOMS
+    W = np.random.default_rng(m).normal(size=(m, d)) + 3.0
+    for step in ("centred", "paper"):
+        prep = PreparedDictionary(W, 0.4, 30, np.float64, step, "apg")
+        np.testing.assert_allclose(prep.alpha_value, _naive.step_size(W, step), rtol=1e-12)
+
+
+def test_top_eigenvalue_where_lanczos_cannot_serve(monkeypatch):
+    from fastkds import _config
+    from fastkds.prepared import top_eigenvalue
+
+    # a zero matrix (coincident atoms, centred) has no Krylov space: 0
+    assert top_eigenvalue(np.zeros((250, 250))) == 0.0
+    # two top eigenvalues 1e-15 apart: Lanczos that may not restart gives up,
+    # and the whole spectrum answers
+    monkeypatch.setattr(_config, "GRAM_LANCZOS_RESTARTS", 1)
+    Q = np.linalg.qr(np.random.default_rng(0).normal(size=(250, 250)))[0]
+    values = np.linspace(0.0, 1.0, 250) ** 8
+    values[-2] = 1.0 - 1e-15
+    G = (Q * values) @ Q.T
+    np.testing.assert_allclose(top_eigenvalue(G), 1.0, rtol=1e-13)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_prepared_matches_naive_and_alpha(dtype):
     """The precomputed step is 1 / sigma_max(W - mean atom)^2 (the paper's
