@@ -11,11 +11,12 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 import fastkds
 from fastkds import _naive
 from fastkds.prepared import csr_from_dense
-from fastkds.solvers import SufficientStatistics, duplicate_atoms, solve_dictionary
+from fastkds.solvers import SufficientStatistics, duplicate_atoms, solve_dictionary, solve_positive
 
 DTYPES = [np.float64, np.float32]
 
@@ -174,6 +175,42 @@ def test_gradient_oracle_matches_finite_differences():
             E[j, k] = h
             fd = (total_objective(Y, W + E, X, lam) - total_objective(Y, W - E, X, lam)) / (2 * h)
             assert fd == pytest.approx(G[j, k], rel=1e-6, abs=1e-7)
+
+
+@pytest.mark.parametrize("m, d", [(7, 3), (300, 40)])
+def test_solve_positive_matches_scipy(m, d):
+    # the inverse-and-product solve against scipy's Cholesky solve, on two
+    # thread counts (the product's blocks do not depend on them)
+    import numba
+
+    import fastkds._config as config
+
+    rng = np.random.default_rng(m)
+    X = rng.dirichlet(np.ones(m) * 0.1, size=3 * m)
+    A = X.T @ X + 0.2 * np.diag(X.sum(axis=0))
+    rhs = rng.normal(size=(m, d))
+    ref = scipy.linalg.solve(A, rhs, assume_a="pos")
+    found = []
+    for n_jobs in (1, config.effective_n_jobs(None)):
+        with config.numba_threads(n_jobs):
+            assert numba.get_num_threads() == n_jobs
+            found.append(solve_positive(A, rhs))
+    np.testing.assert_allclose(found[0], ref, rtol=1e-10, atol=1e-12 * np.abs(ref).max())
+    np.testing.assert_array_equal(found[0], found[1])
+
+
+def test_solve_positive_refuses_what_scipy_would_warn_of():
+    rng = np.random.default_rng(0)
+    B = rng.normal(size=(6, 3))
+    rhs = rng.normal(size=(6, 2))
+    with pytest.raises(np.linalg.LinAlgError):  # rank 3 of 6: not positive definite
+        solve_positive(B @ B.T, rhs)
+    ill = np.diag([1.0, 1.0, 1e-17])  # positive definite to LAPACK, rcond 1e-17
+    with pytest.warns(scipy.linalg.LinAlgWarning):
+        scipy.linalg.solve(ill, rhs[:3], assume_a="pos")
+    with pytest.raises(np.linalg.LinAlgError, match="ill-conditioned"):
+        solve_positive(ill, rhs[:3])
+    np.testing.assert_allclose(solve_positive(np.diag([1.0, 2.0, 1e-10]), rhs[:3]), rhs[:3] / [[1.0], [2.0], [1e-10]])
 
 
 def singular_problem(seed, n=60, m=5, d=3):
