@@ -274,6 +274,20 @@ def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, ins, ca
 SMALL_D = 16
 
 
+@njit(parallel=True, cache=True)
+def centre_rows(Y, shift, out):
+    """``out = Y - shift``, each row less the vector ``shift``, by blocks of
+    rows on Numba's threads: with the centred step every chunk is centred
+    on the mean atom before its products, one pass over the chunk (and the
+    first touch of ``out``'s pages) that NumPy makes on one thread."""
+    n, d = Y.shape
+    n_blocks = (n + BLOCK - 1) // BLOCK
+    for blk in prange(n_blocks):
+        for i in range(blk * BLOCK, min(blk * BLOCK + BLOCK, n)):
+            for c in range(d):
+                out[i, c] = Y[i, c] - shift[c]
+
+
 @njit(cache=True, nogil=True)
 def _row_sq_norm(Y, i):
     s = Y[i, 0] * Y[i, 0]

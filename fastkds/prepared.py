@@ -426,9 +426,10 @@ class PreparedDictionary:
         if buffers is None:
             buffers = self.allocate(n)
         B, yy, counts, slot_idx, slot_val, obj, Yc, fallbacks = (buf[:n] for buf in buffers)
+        Y = read_only(Y)  # one signature of the kernels, whether the caller's Y is writable or not
         if self.shift is not None:
-            Y = np.subtract(Y, self.shift, out=Yc)
-        Y = read_only(Y)
+            _kernels.centre_rows(Y, self.shift, Yc)
+            Y = read_only(Yc)
         if Y.shape[1] <= _kernels.SMALL_D:
             b_max, y_max = _kernels.point_products(Y, self.W, B, yy)
         else:  # the O(m d) part: BLAS, on a block of rows per thread

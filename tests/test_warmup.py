@@ -81,6 +81,7 @@ assert not new, new
 #: them on its own).
 ENTRY_POINTS = {
     "_kernels.project_simplex_rows": ("float32", "float64"),
+    "_kernels.centre_rows": ("float32", "float64"),  # the centred step
     "_kernels.point_products": ("float32", "float64"),  # d <= SMALL_D
     "_kernels.blas_products": ("float32", "float64"),  # d > SMALL_D
     "_kernels.encode_codes_lockstep": ("float32", "float64"),  # d <= LOCKSTEP_MAX_FEATURES
