@@ -240,6 +240,29 @@ def single_thread_blas():
     return _blas_controller().limit(limits=1, user_api="blas")
 
 
+@functools.cache
+def _kmeans_controller():
+    """A ``ThreadpoolController`` that sees the OpenMP runtime scikit-learn's
+    k-means runs on, which loads with ``sklearn.cluster`` (perhaps after
+    :func:`_blas_controller` scanned the libraries)."""
+    import sklearn.cluster  # noqa: F401
+
+    return ThreadpoolController()
+
+
+def single_thread_kmeans():
+    """Hold scikit-learn's k-means to one OpenMP thread in the enclosed code.
+
+    Its problems here are small (k columns of an embedding), and its OpenMP
+    runtime is not Numba's: the threads of each spin for a while after a
+    parallel region, so run between the kernels on two threads the two
+    pools take each other's cores (the vote's k-means of MNIST-5 at the
+    paper's settings: 0.03 s on one thread, 0.03-0.13 s on two;
+    docs/experiments.md, "The two-thread fit's serial part").
+    """
+    return _kmeans_controller().limit(limits=1, user_api="openmp")
+
+
 @contextmanager
 def numba_threads(n_jobs):
     """Run the enclosed kernels on ``n_jobs`` Numba threads, then restore.

@@ -444,11 +444,12 @@ def fit_kmeans(rows, n_clusters, n_init, random_state):
     from sklearn.cluster import KMeans
 
     size = max(_config.KMEANS_RESTART_MIN, _config.KMEANS_RESTART_PER_CLUSTER * n_clusters)
-    if rows.shape[0] <= size or n_init == 1:
-        return KMeans(n_clusters, n_init=n_init, random_state=random_state).fit(rows)
-    pick = np.random.default_rng(random_state).choice(rows.shape[0], size, replace=False)
-    best = KMeans(n_clusters, n_init=n_init, random_state=random_state).fit(rows[pick])
-    return KMeans(n_clusters, init=best.cluster_centers_, n_init=1, random_state=random_state).fit(rows)
+    with _config.single_thread_kmeans():
+        if rows.shape[0] <= size or n_init == 1:
+            return KMeans(n_clusters, n_init=n_init, random_state=random_state).fit(rows)
+        pick = np.random.default_rng(random_state).choice(rows.shape[0], size, replace=False)
+        best = KMeans(n_clusters, n_init=n_init, random_state=random_state).fit(rows[pick])
+        return KMeans(n_clusters, init=best.cluster_centers_, n_init=1, random_state=random_state).fit(rows)
 
 
 class EmbeddingPass:
