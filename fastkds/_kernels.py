@@ -1061,6 +1061,88 @@ def seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin,
 
 
 @njit(cache=True, nogil=True)
+def seeding_reach(seeds, seed_norms, candidates):
+    """Lower bounds on the squared distances of ``seeds`` (float64, with
+    their squared norms) from ``candidates`` (float64), as a (seeds,
+    candidates) array: the expanded form ``|s|^2 + |c|^2 - 2 s.c`` by one
+    BLAS product, less twice the most its rounding can add (``d + 4``
+    float64 epsilons of ``|s|^2 + |c|^2``, for any order of the sums)."""
+    t, d = candidates.shape
+    products = np.dot(seeds, candidates.T)
+    slack = 2 * (d + 4) * np.finfo(np.float64).eps
+    out = np.empty((seeds.shape[0], t))
+    for j in range(t):
+        cn = 0.0
+        for k in range(d):
+            cn += candidates[j, k] * candidates[j, k]
+        for s in range(seeds.shape[0]):
+            out[s, j] = (seed_norms[s] + cn) * (1.0 - slack) - 2.0 * products[s, j]
+    return out
+
+
+@njit(cache=True)
+def seeding_rounds(Y, draws, indices, closest, potential, seed_of, seeds, seed_norms, Z, spread, margin, D, block_sums):
+    """k-means++ after its first seed: seed ``c`` (1, 2, ...) is the best of
+    the candidates ``draws[c - 1]`` place in the D^2 distribution, scored
+    by one pass of :func:`seeding_distances` each.
+
+    ``indices[0]`` is the first seed and ``closest`` (float64) the rows'
+    squared distances from it, of sum ``potential``; ``draws`` holds the
+    uniforms scikit-learn's loop draws, a row a seed; the seeds chosen go
+    to ``indices[1:]``. ``seeds`` and ``seed_norms`` (rows and squared norms
+    of the seeds, float64) and ``seed_of`` keep the triangle bound where
+    ``seeds`` has rows; ``Z``, ``spread`` and ``margin`` the projection
+    bound (see :func:`seeding_distances`). The loop runs here, not in
+    Python: its own work is a few passes over n numbers a seed, less than
+    the interpreter's calls would cost.
+    """
+    n = Y.shape[0]
+    t = draws.shape[1]
+    triangle = seeds.shape[0] > 0
+    cumulative = np.empty(n)
+    candidates = np.empty(t, dtype=np.int64)
+    points = np.empty((t, Y.shape[1]))
+    reach = np.empty((0, t))
+    potentials = np.empty(t)
+    for c in range(1, indices.shape[0]):
+        # NumPy's cumsum and searchsorted: one addition after another, the
+        # first place at or past each draw
+        acc = 0.0
+        for i in range(n):
+            acc += closest[i]
+            cumulative[i] = acc
+        for j in range(t):
+            candidates[j] = min(np.searchsorted(cumulative, draws[c - 1, j] * potential), n - 1)
+        if triangle:
+            for j in range(t):
+                for k in range(Y.shape[1]):
+                    points[j, k] = Y[candidates[j], k]
+            reach = seeding_reach(seeds[:c], seed_norms[:c], points)
+        seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin, D, block_sums)
+        # the potentials as NumPy's sum over axis 0: block after block
+        for j in range(t):
+            potentials[j] = block_sums[0, j]
+        for b in range(1, block_sums.shape[0]):
+            for j in range(t):
+                potentials[j] += block_sums[b, j]
+        best = np.argmin(potentials)
+        row = candidates[best]
+        indices[c] = row
+        if triangle:
+            for i in range(n):
+                if D[i, best] < closest[i]:
+                    seed_of[i] = c
+            norm = 0.0
+            for k in range(Y.shape[1]):
+                seeds[c, k] = Y[row, k]
+                norm += seeds[c, k] * seeds[c, k]
+            seed_norms[c] = norm
+        for i in range(n):
+            closest[i] = D[i, best]
+        potential = potentials[best]
+
+
+@njit(cache=True, nogil=True)
 def first_distinct(values, size):
     """The first ``size`` distinct entries of ``values`` (non-negative
     integers), in the order they come; fewer when there are not as many.

@@ -6,8 +6,9 @@ algorithm (Arthur and Vassilvitskii's D^2 sampling, with ``2 + log(m)``
 candidates per atom of which the one that lowers the potential most is
 kept) is reproduced here draw for draw from the same random stream, with
 each pass over the data one parallel kernel
-(:func:`fastkds._kernels.seeding_distances`). For float64 data the atoms
-are scikit-learn's, up to the rounding of distances.
+(:func:`fastkds._kernels.seeding_distances`) and the loop over the seeds
+compiled too (:func:`fastkds._kernels.seeding_rounds`). For float64 data
+the atoms are scikit-learn's, up to the rounding of distances.
 
 The pass skips the pairs of a row and a candidate that a bound shows to be
 no nearer than the row's nearest seed so far: for data of many features
@@ -21,7 +22,7 @@ the same.
 import numpy as np
 
 from . import _config
-from ._kernels import BLOCK, seeding_distances
+from ._kernels import BLOCK, seeding_distances, seeding_rounds
 from ._validation import read_only
 
 #: Fewest features for the triangle bound: on fewer, its bookkeeping per
@@ -65,81 +66,28 @@ def kmeans_plusplus_indices(Y, n_centres, rng):
     weights = np.ones(n, dtype=Y.dtype)  # scikit-learn's uniform sample weights
     indices = np.empty(n_centres, dtype=np.int64)
     indices[0] = rng.choice(n, p=weights / weights.sum())
+    # every later draw at once: the same numbers, in the same order, as
+    # scikit-learn's rng.uniform(size=n_trials) a seed
+    draws = rng.uniform(size=(n_centres - 1, n_trials))
     n_blocks = (n + BLOCK - 1) // BLOCK
     D = np.empty((n, n_trials))
     block_sums = np.empty((n_blocks, n_trials))
-    bounds = _Bounds(Y, n_centres)
-    seeding_distances(Y, indices[:1], np.full(n, np.inf), *bounds.of(indices[:1]), D, block_sums)
+    Z, spread, margin = _projection(Y)
+    # the triangle bound, where the projection is not used: each row's
+    # nearest seed so far (by its place in the order chosen), and the seeds
+    triangle = Z.shape[1] == 0 and Y.shape[1] >= TRIANGLE_MIN_FEATURES
+    seed_of = np.zeros(n if triangle else 0, dtype=np.int64)
+    seeds = np.empty((n_centres if triangle else 0, Y.shape[1]))  # float64
+    seed_norms = np.empty(seeds.shape[0])
+    # the first seed's pass: no seed yet, and no finite distance, to bound
+    seeding_distances(Y, indices[:1], np.full(n, np.inf), seed_of, np.empty((0, 1)), Z, spread, margin, D, block_sums)
     closest = D[:, 0].copy()
     potential = block_sums[:, 0].sum()
-    bounds.chose(0, indices[0])
-    for c in range(1, n_centres):
-        draws = rng.uniform(size=n_trials) * potential
-        candidates = np.minimum(np.searchsorted(np.cumsum(closest), draws), n - 1)
-        seeding_distances(Y, candidates, closest, *bounds.of(candidates), D, block_sums)
-        potentials = block_sums.sum(axis=0)
-        best = int(np.argmin(potentials))
-        indices[c] = candidates[best]
-        bounds.chose(c, indices[c], closest, D[:, best])
-        closest = D[:, best].copy()
-        potential = potentials[best]
+    if triangle:
+        seeds[0] = Y[indices[0]]
+        seed_norms[0] = seeds[0] @ seeds[0]
+    seeding_rounds(Y, draws, indices, closest, potential, seed_of, seeds, seed_norms, Z, spread, margin, D, block_sums)
     return indices
-
-
-class _Bounds:
-    """The arguments of :func:`fastkds._kernels.seeding_distances` that
-    bound its distances, kept up to date as seeds are chosen.
-
-    One bound per data set: the projection where it serves (it rules out
-    most of what the triangle would, and the triangle's product grows with
-    the seeds), else the triangle inequality from ``TRIANGLE_MIN_FEATURES``
-    features, else none.
-    """
-
-    def __init__(self, Y, n_centres):
-        self.Y = Y
-        self.Z, self.spread, self.margin = _projection(Y)
-        self.triangle = self.Z.shape[1] == 0 and Y.shape[1] >= TRIANGLE_MIN_FEATURES
-        n = Y.shape[0] if self.triangle else 0
-        self.seed_of = np.zeros(n, dtype=np.int64)  # each row's nearest seed so far, by its place in the order chosen
-        self.seeds = np.empty((n_centres if self.triangle else 0, Y.shape[1]))  # float64
-        self.seed_norms = np.empty(self.seeds.shape[0])
-        self.n_seeds = 0
-
-    def of(self, candidates):
-        """For a pass scoring ``candidates`` (before the first seed, with no
-        seed and no finite distance, nothing is ruled out)."""
-        if self.triangle:
-            reach = _reach(
-                self.seeds[: self.n_seeds], self.seed_norms[: self.n_seeds], self.Y[candidates].astype(np.float64)
-            )
-        else:
-            reach = np.empty((0, 0))
-        return self.seed_of, reach, self.Z, self.spread, self.margin
-
-    def chose(self, place, row, closest=None, new_closest=None):
-        """Seed number ``place`` is ``row``; ``closest`` and ``new_closest``
-        are the rows' squared distances from their nearest seed before and
-        after it (None for the first seed)."""
-        self.n_seeds = place + 1
-        if not self.triangle:
-            return
-        if closest is not None:  # the rows the new seed is nearer to
-            self.seed_of[new_closest < closest] = place
-        self.seeds[place] = self.Y[row]
-        self.seed_norms[place] = self.seeds[place] @ self.seeds[place]
-
-
-def _reach(seeds, seed_norms, candidates):
-    """Lower bounds on the squared distances of ``seeds`` (float64, with
-    their squared norms) from ``candidates`` (float64), as a (seeds,
-    candidates) array: the expanded form ``|s|^2 + |c|^2 - 2 s.c`` by one
-    BLAS product, less twice the most its rounding can add (``d + 4``
-    float64 epsilons of ``|s|^2 + |c|^2``, for any order of the sums)."""
-    cand_norms = np.einsum("ij,ij->i", candidates, candidates)
-    scale = seed_norms[:, None] + cand_norms[None, :]
-    slack = 2 * (candidates.shape[1] + 4) * np.finfo(np.float64).eps
-    return scale * (1.0 - slack) - 2.0 * (seeds @ candidates.T)
 
 
 def _projection(Y):

@@ -96,14 +96,14 @@ def _nearest(Y, seeds):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_triangle_bounds_keep_every_distance(dtype):
     # the skip may change no distance and no block sum
-    from fastkds.seeding import _reach
+    from fastkds._kernels import seeding_reach
 
     Y = make_blobs(3000, n_features=20, centers=10, random_state=7)[0].astype(dtype)
     Y = np.vstack([Y, Y[:40]])  # ties: rows at distance 0 from a seed
     seeds, candidates = np.arange(0, 600, 60), np.array([5, 17, 2999, 3001, 1234])
     closest, seed_of = _nearest(Y, seeds)
     S = Y[seeds].astype(np.float64)
-    reach = _reach(S, (S**2).sum(axis=1), Y[candidates].astype(np.float64))
+    reach = seeding_reach(S, (S**2).sum(axis=1), Y[candidates].astype(np.float64))
     D, sums = _pass(Y, candidates, closest, seed_of)
     bounded_D, bounded_sums = _pass(Y, candidates, closest, seed_of, reach=reach)
     np.testing.assert_array_equal(bounded_D, D)

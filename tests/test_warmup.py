@@ -92,6 +92,7 @@ ENTRY_POINTS = {
     "_kernels.fill_csr": ("float32", "float64"),
     "_kernels.accumulate_statistics": ("float32", "float64"),
     "_kernels.seeding_distances": ("float32", "float64"),
+    "_kernels.seeding_rounds": ("float32", "float64"),
     # with far atoms (fastkds.prepared.far_atoms)
     "_kernels.may_use_far": ("float32", "float64"),
     "_kernels.gather_block": ("float32", "float64"),
