@@ -39,7 +39,7 @@ and float32 rounding in them would decide which atoms enter.
 import numpy as np
 from numba import njit, prange
 
-from ._kernels import BLOCK, encode_point_to_slots, point_scratch, thread_blocks
+from ._kernels import BLOCK, dealt_block, encode_point_to_slots, point_scratch, thread_blocks
 
 #: Active-set steps per point before the point is handed to the accelerated
 #: encoder: each step adds or drops one atom, and an optimal support has a
@@ -249,7 +249,8 @@ def encode_codes_active_set(
     eps = np.float64(np.finfo(B.dtype).eps)
     lam64 = np.float64(lam)
     n_blocks, size = thread_blocks(n, BLOCK, n_threads)
-    for blk in prange(n_blocks):
+    for slot in prange(n_blocks):
+        blk = dealt_block(slot, n_blocks, n_threads)
         c = np.empty(m)
         g = np.empty(m)
         inP = np.empty(m, dtype=np.int64)

@@ -60,6 +60,25 @@ def thread_blocks(n, max_rows, n_threads):
     return n_blocks, (n + n_blocks - 1) // max(n_blocks, 1)
 
 
+@njit(cache=True, nogil=True)
+def dealt_block(slot, n_slots, n_threads):
+    """The block that iteration ``slot`` of ``prange(n_slots)`` works on:
+    the blocks dealt to the threads in turn (thread t gets blocks t, t + T,
+    t + 2T, ...), where ``prange`` gives each thread a run of slots.
+
+    Rows in the order given are often sorted (by class, by source: MNIST's
+    test images come from two writer pools, one after the other), and
+    where the work of a row depends on where it lies, a run of rows a
+    thread leaves one thread with more (the k-means++ passes of MNIST-5:
+    1.5x on two threads, 1.8x dealt). ``n_slots`` is a multiple of
+    ``n_threads``; a slot past the last block gets a block number of
+    ``n_slots`` or more, which the caller skips. Results do not depend on
+    which thread works on which block.
+    """
+    per_thread = n_slots // n_threads
+    return (slot % per_thread) * n_threads + slot // per_thread
+
+
 # --------------------------------------------------------------------------
 # Projection onto the probability simplex
 # --------------------------------------------------------------------------
@@ -836,7 +855,8 @@ def encode_point_to_slots(i, B, yy, Gp, ww, alpha, lam, beta, ks, scratch, count
 def encode_codes_points(B, yy, Gp, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj, n_threads):
     n, m = B.shape
     n_blocks, size = thread_blocks(n, BLOCK, n_threads)
-    for blk in prange(n_blocks):
+    for slot in prange(n_blocks):
+        blk = dealt_block(slot, n_blocks, n_threads)
         scratch = point_scratch(m, Gp.shape[1], B.dtype)
         for i in range(blk * size, min(blk * size + size, n)):
             encode_point_to_slots(i, B, yy, Gp, ww, alpha, lam, beta, ks, scratch, counts, slot_idx, slot_val, obj)
@@ -954,8 +974,9 @@ def accumulate_statistics(indptr, indices, data, Y, n_parts, XtX, s, XtY):
     """Add one chunk's ``X^T X``, ``X^T 1`` and ``X^T Y`` to float64 accumulators.
 
     The rows are split into ``n_parts`` fixed ranges, each summed into its own
-    partial buffer in parallel; the partials are then added in order, so the
-    result does not depend on the number of threads.
+    partial buffer in parallel; the partials are then added in order (in
+    parallel over the atoms), so the result does not depend on the number
+    of threads.
     """
     n, d = Y.shape
     m = s.shape[0]
@@ -984,8 +1005,9 @@ def accumulate_statistics(indptr, indices, data, Y, n_parts, XtX, s, XtY):
                     pXtX[p, j, indices[r]] += xj * data[r]
                 for k in range(d):
                     pXtY[p, j, k] += xj * Y[i, k]
-    for p in range(n_parts):
-        for j in range(m):
+    # the partials added in order, each atom's row on its own thread
+    for j in prange(m):
+        for p in range(n_parts):
             s[j] += ps[p, j]
             for k in range(m):
                 XtX[j, k] += pXtX[p, j, k]
@@ -999,7 +1021,7 @@ def accumulate_statistics(indptr, indices, data, Y, n_parts, XtX, s, XtY):
 
 
 @njit(parallel=True, cache=True, fastmath={"reassoc", "contract"})
-def seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin, D, block_sums):
+def seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin, D, block_sums, n_threads):
     """``D[i, t] = min(closest[i], ||Y[i] - Y[candidates[t]]||^2)`` and
     ``block_sums[b, t]``, the sum of ``D[:, t]`` over block ``b`` of
     ``BLOCK`` rows, all in float64.
@@ -1030,9 +1052,13 @@ def seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin,
     bounded = reach.shape[0] > 0
     projected = Z.shape[1] > 0
     far = 4.0 * (1.0 + SEEDING_SLACK) ** 2
-    for blk in prange(n_blocks):
+    n_slots = (n_blocks + n_threads - 1) // n_threads * n_threads
+    for slot in prange(n_slots):
+        blk = dealt_block(slot, n_slots, n_threads)
         lo = blk * BLOCK
         hi = min(lo + BLOCK, n)
+        if lo >= n:
+            continue
         for j in range(t):
             block_sums[blk, j] = 0.0
         for i in range(lo, hi):
@@ -1081,7 +1107,9 @@ def seeding_reach(seeds, seed_norms, candidates):
 
 
 @njit(cache=True)
-def seeding_rounds(Y, draws, indices, closest, potential, seed_of, seeds, seed_norms, Z, spread, margin, D, block_sums):
+def seeding_rounds(
+    Y, draws, indices, closest, potential, seed_of, seeds, seed_norms, Z, spread, margin, D, block_sums, n_threads
+):
     """k-means++ after its first seed: seed ``c`` (1, 2, ...) is the best of
     the candidates ``draws[c - 1]`` place in the D^2 distribution, scored
     by one pass of :func:`seeding_distances` each.
@@ -1118,7 +1146,7 @@ def seeding_rounds(Y, draws, indices, closest, potential, seed_of, seeds, seed_n
                 for k in range(Y.shape[1]):
                     points[j, k] = Y[candidates[j], k]
             reach = seeding_reach(seeds[:c], seed_norms[:c], points)
-        seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin, D, block_sums)
+        seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin, D, block_sums, n_threads)
         # the potentials as NumPy's sum over axis 0: block after block
         for j in range(t):
             potentials[j] = block_sums[0, j]

@@ -19,6 +19,7 @@ data as the seeds fill it; the distances it keeps, and so the seeds, are
 the same.
 """
 
+import numba
 import numpy as np
 
 from . import _config
@@ -80,13 +81,16 @@ def kmeans_plusplus_indices(Y, n_centres, rng):
     seeds = np.empty((n_centres if triangle else 0, Y.shape[1]))  # float64
     seed_norms = np.empty(seeds.shape[0])
     # the first seed's pass: no seed yet, and no finite distance, to bound
-    seeding_distances(Y, indices[:1], np.full(n, np.inf), seed_of, np.empty((0, 1)), Z, spread, margin, D, block_sums)
+    n_threads = numba.get_num_threads()  # the blocks' deal (fastkds._kernels.dealt_block), not the seeds
+    first = (indices[:1], np.full(n, np.inf), seed_of, np.empty((0, 1)))
+    seeding_distances(Y, *first, Z, spread, margin, D, block_sums, n_threads)
     closest = D[:, 0].copy()
     potential = block_sums[:, 0].sum()
     if triangle:
         seeds[0] = Y[indices[0]]
         seed_norms[0] = seeds[0] @ seeds[0]
-    seeding_rounds(Y, draws, indices, closest, potential, seed_of, seeds, seed_norms, Z, spread, margin, D, block_sums)
+    rounds = (draws, indices, closest, potential, seed_of, seeds, seed_norms)
+    seeding_rounds(Y, *rounds, Z, spread, margin, D, block_sums, n_threads)
     return indices
 
 

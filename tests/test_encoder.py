@@ -286,6 +286,17 @@ def test_thread_blocks_cover_every_row_once(n_threads):
         np.testing.assert_array_equal(rows, np.arange(n))
 
 
+@pytest.mark.parametrize("n_threads", [1, 2, 3, 8])
+def test_dealt_blocks_are_every_block_once_each_thread_every_t_th(n_threads):
+    for n_blocks in [1, 2, 7, 20, 64]:
+        n_slots = -(-n_blocks // n_threads) * n_threads
+        dealt = np.array([_kernels.dealt_block(slot, n_slots, n_threads) for slot in range(n_slots)])
+        np.testing.assert_array_equal(np.sort(dealt[dealt < n_blocks]), np.arange(n_blocks))
+        # prange's run of slots for thread t holds the blocks t, t + T, ...
+        for t, run in enumerate(dealt.reshape(n_threads, -1)):
+            np.testing.assert_array_equal(run, np.arange(t, n_slots, n_threads))
+
+
 def test_csr_from_dense_roundtrip():
     rng = np.random.default_rng(8)
     X = rng.random((40, 9))

@@ -83,7 +83,9 @@ def _pass(Y, candidates, closest, seed_of, reach=None, projection=None):
     reach = np.empty((0, t)) if reach is None else reach
     Z, spread, margin = (np.empty((n, 0)), np.empty(0), 0.0) if projection is None else projection
     # Y read-only, as fastkds passes it: the kernel compiled once
-    seeding_distances(read_only(Y), candidates, closest, seed_of, reach, Z, spread, margin, D, sums)
+    seeding_distances(
+        read_only(Y), candidates, closest, seed_of, reach, Z, spread, margin, D, sums, numba.get_num_threads()
+    )
     return D, sums
 
 
