@@ -200,7 +200,7 @@ def solve_positive(A, rhs):
     dictionary step on every thread").
     """
     c, _ = scipy.linalg.cho_factor(A, lower=True, check_finite=False)
-    rcond, info = scipy.linalg.lapack.dpocon(c, np.abs(A).sum(axis=0).max(), uplo="L")
+    rcond, info = scipy.linalg.lapack.dpocon(c, scipy.linalg.norm(A, 1, check_finite=False), uplo="L")
     if info != 0 or not rcond >= scipy.linalg.lapack.dlamch("E"):  # as scipy's solve, NaN included
         raise np.linalg.LinAlgError(f"ill-conditioned matrix (rcond={rcond:.3g})")
     inverse, info = scipy.linalg.lapack.dpotri(c, lower=1)
@@ -238,8 +238,9 @@ def solve_dictionary(stats, lam, W_old, *, dead_threshold=0.0):
     alive = stats.s > dead_threshold
     W = np.array(W_old, dtype=np.float64)
     if alive.any():
-        A = stats.XtX[np.ix_(alive, alive)] + 2.0 * lam * np.diag(stats.s[alive])
-        rhs = (1.0 + 2.0 * lam) * stats.XtY[alive]
+        A = stats.XtX[np.ix_(alive, alive)]  # a copy
+        A[np.diag_indices_from(A)] += 2.0 * lam * stats.s[alive]
+        rhs = np.multiply(stats.XtY[alive], 1.0 + 2.0 * lam, order="F")  # F: solve_positive's product takes it so
         try:
             W[alive] = solve_positive(A, rhs)
         except np.linalg.LinAlgError:
