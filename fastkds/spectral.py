@@ -426,8 +426,9 @@ def kmeans_sample(n, random_state):
 
 def fit_kmeans(rows, n_clusters, n_init, random_state):
     """k-means of embedded ``rows``, as ``KMeans(n_clusters, n_init=n_init,
-    random_state=random_state).fit(rows)`` but with its restarts on a sample
-    where the rows are many.
+    random_state=random_state).fit(rows)`` on one OpenMP thread
+    (:func:`fastkds._config.single_thread_kmeans`), but with its restarts
+    on a sample where the rows are many.
 
     Past ``max(KMEANS_RESTART_MIN, KMEANS_RESTART_PER_CLUSTER * n_clusters)``
     rows (:mod:`fastkds._config`), the ``n_init`` restarts run on a random

@@ -59,7 +59,11 @@ def test_clusterers_label_as_on_the_features(monkeypatch):
     spanned = KDSClustering(3, **PARAMS).fit(Y)
     monkeypatch.setattr(_config, "SPAN_FEATURES_PER_POINT", 10**9)
     direct = KDSClustering(3, **PARAMS).fit(Y)
-    np.testing.assert_array_equal(spanned.labels_, direct.labels_)
+    # the same clusters; their names are k-means's, whose restarts reach
+    # them with inertias equal to rounding, so the two fits may name them
+    # apart: one name of each fit for each cluster of the other
+    pairs = np.unique(np.stack([spanned.labels_, direct.labels_]), axis=1)
+    assert pairs.shape[1] == len(np.unique(spanned.labels_)) == len(np.unique(direct.labels_)) == 3
     np.testing.assert_array_equal(spanned.predict(Y), spanned.labels_)
     assert spanned.components_.shape == (8, 3000)
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
+from threadpoolctl import threadpool_limits
 
 from fastkds import _config
 from fastkds import KDS, KDSClustering, KDSEnsembleClustering, clustering_accuracy, make_moons
@@ -305,7 +306,8 @@ def test_kmeans_restarts_on_a_sample_refine_on_every_row(monkeypatch):
     from fastkds.spectral import fit_kmeans
 
     rows, truth = _tight_blobs(3000, 5, 0)
-    plain = KMeans(5, n_init=4, random_state=7).fit(rows)
+    with threadpool_limits(1, user_api="openmp"):  # as fit_kmeans runs it (_config.single_thread_kmeans)
+        plain = KMeans(5, n_init=4, random_state=7).fit(rows)
     monkeypatch.setattr(_config, "KMEANS_RESTART_MIN", 400)
     monkeypatch.setattr(_config, "KMEANS_RESTART_PER_CLUSTER", 10)
     kmeans = fit_kmeans(rows, 5, 4, 7)
@@ -328,7 +330,8 @@ def test_kmeans_below_the_restart_sample_is_scikit_learns():
     rows, _ = _tight_blobs(2000, 3, 1)
     for n_init in (1, 3):
         ours = fit_kmeans(rows, 3, n_init, 11)
-        theirs = KMeans(3, n_init=n_init, random_state=11).fit(rows)
+        with threadpool_limits(1, user_api="openmp"):  # as fit_kmeans runs it
+            theirs = KMeans(3, n_init=n_init, random_state=11).fit(rows)
         np.testing.assert_array_equal(ours.cluster_centers_, theirs.cluster_centers_)
         assert ours.get_params() == theirs.get_params()
 
