@@ -1,0 +1,128 @@
+"""Where a fit's time goes on one thread and on more: the seconds inside
+the parallel kernels, and the rest (the interpreter, NumPy, LAPACK and
+scikit-learn between them), which threads do not shorten. The measure
+behind the n_jobs speed-up of ``bench/mnist5.py`` (docs/experiments.md,
+"The two-thread fit's serial part").
+
+    python bench/fit_threads.py [--data ../shared/data/mnist] [--n-jobs 1 2] [--repeats 3]
+    python bench/fit_threads.py --synthetic 3000     # no data needed
+
+Fits ``KDSClustering(5)`` at the paper's MNIST-5 settings (500 atoms,
+T=100, lam=0.5; with ``--synthetic N``, 50 atoms on N points of 5 noisy
+Gaussian blobs in 100 features), each thread count in turn, ``--repeats``
+times, seed 0. Every kernel of the package that runs on Numba's threads is
+timed where Python calls it; the table prints the median over the repeats
+of each column, and the speed-ups against the first thread count.
+"""
+
+import argparse
+import collections
+import functools
+import importlib
+import os
+import pkgutil
+import time
+import warnings
+
+import numpy as np
+from numba.core.registry import CPUDispatcher
+
+import fastkds
+from fastkds import KDSClustering, load_mnist
+from fastkds.datasets import find_data_dir
+from fastkds.experiments import PAPER_SETTINGS
+
+PAPER = PAPER_SETTINGS["mnist5"]
+KERNEL_MODULES = ("_kernels", "_vote_kernels", "_active_set")
+
+
+def instrument(seconds):
+    """Time every parallel kernel (and the k-means++ loop, which runs one)
+    under the names Python code calls it by; returns a function that undoes it."""
+    kernels = {}
+    for name in KERNEL_MODULES:
+        for key, fn in vars(importlib.import_module(f"fastkds.{name}")).items():
+            if isinstance(fn, CPUDispatcher) and (fn.targetoptions.get("parallel") or key == "seeding_rounds"):
+                kernels[key] = fn
+
+    def timed(key, fn):
+        @functools.wraps(fn)
+        def call(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                seconds[key] += time.perf_counter() - t0
+
+        return call
+
+    modules = [importlib.import_module(f"fastkds.{m.name}") for m in pkgutil.walk_packages(fastkds.__path__)]
+    patched = []
+    for module in modules:
+        for key, fn in kernels.items():
+            if vars(module).get(key) is fn:
+                setattr(module, key, timed(key, fn))
+                patched.append((module, key, fn))
+
+    def undo():
+        for module, key, fn in patched:
+            setattr(module, key, fn)
+
+    return undo
+
+
+def problem(args):
+    if args.synthetic:
+        from sklearn.datasets import make_blobs
+
+        Y = make_blobs(args.synthetic, n_features=100, centers=5, cluster_std=4.0, random_state=0)[0]
+        return Y, dict(n_atoms=50, lam=PAPER.lam, n_iter=PAPER.n_iter), f"blobs, n={args.synthetic}, d=100, m=50"
+    folder = args.data or os.path.join(find_data_dir() or "", "mnist")
+    Y, _ = load_mnist(folder)
+    return Y, dict(n_atoms=PAPER.n_atoms, lam=PAPER.lam, n_iter=PAPER.n_iter), f"MNIST-5, n={Y.shape[0]}, m=500"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=None, help="the mnist/ folder (default: mnist/ in the data folder)")
+    ap.add_argument("--synthetic", type=int, default=0, help="fit N generated points instead of MNIST-5")
+    ap.add_argument("--n-jobs", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args(argv)
+    Y, settings, name = problem(args)
+    warnings.simplefilter("ignore")
+    KDSClustering(5, n_atoms=20, max_epochs=2).fit(Y[:500])  # compile
+    rows = {n_jobs: [] for n_jobs in args.n_jobs}
+    top = collections.Counter()
+    for _ in range(args.repeats):
+        for n_jobs in args.n_jobs:
+            seconds = collections.Counter()
+            undo = instrument(seconds)
+            try:
+                t0 = time.perf_counter()
+                KDSClustering(5, random_state=0, n_jobs=n_jobs, **settings).fit(Y)
+                total = time.perf_counter() - t0
+            finally:
+                undo()
+            kernels = sum(seconds.values())
+            rows[n_jobs].append((total, kernels, total - kernels))
+            if n_jobs == args.n_jobs[-1]:
+                top.update(seconds)
+    print(f"{name}, {args.repeats} fits a thread count, medians")
+    print("| n_jobs | fit, s | in the parallel kernels, s | the rest, s | fit speed-up | kernels' speed-up |")
+    print("|---|---|---|---|---|---|")
+    base = np.median(rows[args.n_jobs[0]], axis=0)
+    for n_jobs, found in rows.items():
+        total, kernels, rest = np.median(found, axis=0)
+        print(
+            f"| {n_jobs} | {total:.3f} | {kernels:.3f} | {rest:.3f} | {base[0] / total:.2f}x | {base[1] / kernels:.2f}x |"
+        )
+    last = args.n_jobs[-1]
+    print(
+        f"kernels at n_jobs={last}, mean s a fit: "
+        + ", ".join(f"{k} {v / args.repeats:.3f}" for k, v in top.most_common(6))
+    )
+
+
+if __name__ == "__main__":
+    main()
