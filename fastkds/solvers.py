@@ -197,7 +197,7 @@ def solve_positive(A, rhs):
     spreads over the threads by blocks of rows, the same blocks whatever
     their number. Where the condition number passes the test, the inverse's
     forward error is of the order of the solve's (docs/experiments.md, "The
-    dictionary step on every thread").
+    two-thread fit's serial part").
     """
     c, _ = scipy.linalg.cho_factor(A, lower=True, check_finite=False)
     rcond, info = scipy.linalg.lapack.dpocon(c, scipy.linalg.norm(A, 1, check_finite=False), uplo="L")

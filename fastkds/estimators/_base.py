@@ -108,7 +108,9 @@ KDS_PARAMS_DOC = """
         one per core by default), -2 all but one, and so on. Unlike
         scikit-learn's ``n_jobs=None`` (one job), the default uses every
         core, as scikit-learn's OpenMP-parallel ``KMeans`` does. Results do
-        not depend on it.
+        not depend on it. The clusterers' k-means of the embedding runs on
+        one thread whatever it says: its problems are small, and its
+        OpenMP threads would take the cores from the kernels'.
     verbose : bool or int, default=0
         Show a progress bar over the epochs when true or > 0.
     device : {"cpu", "cuda", "auto"}, default="cpu"
