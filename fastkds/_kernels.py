@@ -67,13 +67,13 @@ def dealt_block(slot, n_slots, n_threads):
     t + 2T, ...), where ``prange`` gives each thread a run of slots.
 
     Rows in the order given are often sorted (by class, by source: MNIST's
-    test images come from two writer pools, one after the other), and
+    test images come from two pools of writers, one after the other), and
     where the work of a row depends on where it lies, a run of rows a
-    thread leaves one thread with more (the k-means++ passes of MNIST-5:
-    1.5x on two threads, 1.8x dealt). ``n_slots`` is a multiple of
-    ``n_threads``; a slot past the last block gets a block number of
-    ``n_slots`` or more, which the caller skips. Results do not depend on
-    which thread works on which block.
+    thread leaves one thread with more (docs/experiments.md, "The
+    two-thread fit's serial part"). ``n_slots`` is a multiple of
+    ``n_threads``; where the blocks are fewer, the slots past them get
+    block numbers of at least the block count, which the caller skips.
+    Results do not depend on which thread works on which block.
     """
     per_thread = n_slots // n_threads
     return (slot % per_thread) * n_threads + slot // per_thread
@@ -1024,7 +1024,8 @@ def accumulate_statistics(indptr, indices, data, Y, n_parts, XtX, s, XtY):
 def seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin, D, block_sums, n_threads):
     """``D[i, t] = min(closest[i], ||Y[i] - Y[candidates[t]]||^2)`` and
     ``block_sums[b, t]``, the sum of ``D[:, t]`` over block ``b`` of
-    ``BLOCK`` rows, all in float64.
+    ``BLOCK`` rows, all in float64. The blocks are dealt to the
+    ``n_threads`` threads in turn (:func:`dealt_block`).
 
     One pass over ``Y`` scores every candidate: k-means++ reads the data
     once per atom, so the pass is bound by memory, and float32 data are read
@@ -1111,8 +1112,8 @@ def seeding_rounds(
     Y, draws, indices, closest, potential, seed_of, seeds, seed_norms, Z, spread, margin, D, block_sums, n_threads
 ):
     """k-means++ after its first seed: seed ``c`` (1, 2, ...) is the best of
-    the candidates ``draws[c - 1]`` place in the D^2 distribution, scored
-    by one pass of :func:`seeding_distances` each.
+    the candidates at which the uniforms ``draws[c - 1]`` fall in the D^2
+    distribution, all scored by one pass of :func:`seeding_distances`.
 
     ``indices[0]`` is the first seed and ``closest`` (float64) the rows'
     squared distances from it, of sum ``potential``; ``draws`` holds the
