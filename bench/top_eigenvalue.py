@@ -1,8 +1,8 @@
 """The encoder's step: the largest eigenvalue of a centred dictionary's Gram
 matrix by the whole spectrum (``numpy.linalg.eigvalsh``) against Lanczos
-(ARPACK's ``eigsh``, from the fixed start of
-``fastkds.prepared.top_eigenvalue``), on one BLAS thread as the fit runs
-them, for dictionaries of m rows of three sets: where the second is faster
+(``fastkds.prepared.lanczos_top_eigenvalue``, the fit's own), on one BLAS
+thread as the fit runs them, for dictionaries of m rows of three sets:
+where the second is faster
 sets ``fastkds._config.GRAM_LANCZOS_ATOMS`` (docs/experiments.md, "The step
 from Lanczos").
 
@@ -18,11 +18,11 @@ import os
 import time
 
 import numpy as np
-import scipy.sparse.linalg
 from threadpoolctl import threadpool_limits
 
 from fastkds import load_mnist, make_moons
 from fastkds.datasets import find_data_dir
+from fastkds.prepared import lanczos_top_eigenvalue
 
 
 def _ms(fn, repeats):
@@ -59,15 +59,11 @@ def main(argv=None):
                 W = Y[rng.choice(Y.shape[0], m, replace=False)]
                 W = W - W.mean(axis=0)
                 G = W @ W.T
-                v0 = np.random.RandomState(0).uniform(-1.0, 1.0, m)
-
-                def lanczos():
-                    return scipy.sparse.linalg.eigsh(G, k=1, which="LA", v0=v0, tol=0, return_eigenvectors=False)[0]
-
                 whole = np.linalg.eigvalsh(G)[-1]
                 print(
                     f"| {name} | {m} | {_ms(lambda: np.linalg.eigvalsh(G), args.repeats):.3f} | "
-                    f"{_ms(lanczos, args.repeats):.3f} | {(lanczos() - whole) / whole:.1e} |"
+                    f"{_ms(lambda: lanczos_top_eigenvalue(G), args.repeats):.3f} | "
+                    f"{(lanczos_top_eigenvalue(G) - whole) / whole:.1e} |"
                 )
 
 
