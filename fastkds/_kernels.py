@@ -20,6 +20,7 @@ compiled apart, several seconds of a first fit in all; they allocate with
 ``np.empty`` and fill by loops, or call a plain ``njit`` helper.
 """
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -446,9 +447,16 @@ def blas_products(Y, Wt, B, yy):
     n_blocks = (n + GEMM_ROWS - 1) // GEMM_ROWS
     b_max = np.empty(n_blocks)
     y_max = np.empty(n_blocks)
-    for blk in prange(n_blocks):
+    # dealt (dealt_block), so that the short last block evens the threads'
+    # rows: 17 blocks on two threads are 8 and a short one against 8
+    n_threads = numba.get_num_threads()
+    n_slots = (n_blocks + n_threads - 1) // n_threads * n_threads
+    for slot in prange(n_slots):
+        blk = dealt_block(slot, n_slots, n_threads)
         lo = blk * GEMM_ROWS
         hi = min(lo + GEMM_ROWS, n)
+        if lo >= n:
+            continue
         np.dot(Y[lo:hi], Wt, B[lo:hi])
         bm = 0.0
         ym = 0.0
@@ -1060,8 +1068,12 @@ def seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin,
         hi = min(lo + BLOCK, n)
         if lo >= n:
             continue
+        # the block's sums in a buffer of its own: neighbouring blocks' rows
+        # of block_sums share cache lines, which the other threads write
+        # (1.4x on two threads with the sums in place, 1.9x here)
+        sums = np.empty(t)
         for j in range(t):
-            block_sums[blk, j] = 0.0
+            sums[j] = 0.0
         for i in range(lo, hi):
             near = closest[i]
             reach_i = np.sqrt(near) * (1.0 + SEEDING_SLACK) + margin * spread[i] if projected else 0.0
@@ -1084,7 +1096,9 @@ def seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin,
                             acc += diff * diff
                         v = min(acc, near)
                 D[i, j] = v
-                block_sums[blk, j] += v
+                sums[j] += v
+        for j in range(t):
+            block_sums[blk, j] = sums[j]
 
 
 @njit(cache=True, nogil=True)
