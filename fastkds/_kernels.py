@@ -20,7 +20,6 @@ compiled apart, several seconds of a first fit in all; they allocate with
 ``np.empty`` and fill by loops, or call a plain ``njit`` helper.
 """
 
-import numba
 import numpy as np
 from numba import njit, prange
 
@@ -431,11 +430,11 @@ GEMM_ROWS = 256
 
 
 @njit(parallel=True, cache=True)
-def blas_products(Y, Wt, B, yy):
+def blas_products(Y, Wt, B, yy, n_threads):
     """``B = Y Wt`` and ``yy`` = squared row norms of ``Y``, for many features.
 
-    One BLAS product per block of :data:`GEMM_ROWS` rows, the blocks spread
-    over Numba's threads: BLAS's own threads are held to one while the
+    One BLAS product per block of :data:`GEMM_ROWS` rows, the blocks dealt
+    to the ``n_threads`` threads in turn (:func:`dealt_block`): BLAS's own threads are held to one while the
     kernels run (:func:`fastkds._config.numba_threads`), since they would
     spin on the cores the encoder needs next. ``Wt`` is the transposed
     dictionary (a view). Returns ``(max |B|, max yy)`` as float64, or ``inf``
@@ -449,7 +448,6 @@ def blas_products(Y, Wt, B, yy):
     y_max = np.empty(n_blocks)
     # dealt (dealt_block), so that the short last block evens the threads'
     # rows: 17 blocks on two threads are 8 and a short one against 8
-    n_threads = numba.get_num_threads()
     n_slots = (n_blocks + n_threads - 1) // n_threads * n_threads
     for slot in prange(n_slots):
         blk = dealt_block(slot, n_slots, n_threads)

@@ -444,7 +444,7 @@ class PreparedDictionary:
         if Y.shape[1] <= _kernels.SMALL_D:
             b_max, y_max = _kernels.point_products(Y, self.W, B, yy)
         else:  # the O(m d) part: BLAS, on a block of rows per thread
-            b_max, y_max = _kernels.blas_products(Y, self.W.T, B, yy)
+            b_max, y_max = _kernels.blas_products(Y, self.W.T, B, yy, numba.get_num_threads())
         if not np.isfinite(b_max):
             raise ValueError(
                 f"the squared norms of the data overflow {self.dtype.name}: rescale the data"

@@ -6,6 +6,7 @@ sufficient statistics ``X^T X``, ``s = X^T 1`` and ``X^T Y``; the new dictionary
 solves ``(X^T X + 2 lam diag(s)) W = (1 + 2 lam) X^T Y``.
 """
 
+import numba
 import numpy as np
 import scipy.linalg
 
@@ -209,7 +210,9 @@ def solve_positive(A, rhs):
     inverse = np.tril(inverse) + np.tril(inverse, -1).T  # dpotri fills one triangle
     out = np.empty((A.shape[0], rhs.shape[1]))
     # the encoder's product kernel (its Wt is the transposed atoms, F-ordered)
-    b_max, _ = _kernels.blas_products(read_only(inverse), np.asfortranarray(rhs), out, np.empty(A.shape[0]))
+    b_max, _ = _kernels.blas_products(
+        read_only(inverse), np.asfortranarray(rhs), out, np.empty(A.shape[0]), numba.get_num_threads()
+    )
     if not np.isfinite(b_max):
         raise np.linalg.LinAlgError("the solution is not finite")
     return out

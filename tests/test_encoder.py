@@ -625,7 +625,8 @@ def test_products_match_numpy_and_not_the_thread_count(dtype, kernel):
         B = np.empty((700, 30), dtype)
         yy = np.empty(700, dtype)
         with numba_threads(threads):
-            maxima = run(read_only(Y), Wk, B, yy)  # read-only, as fastkds passes it
+            extra = (threads,) if kernel == "blas_products" else ()  # its blocks' deal
+            maxima = run(read_only(Y), Wk, B, yy, *extra)  # read-only, as fastkds passes it
         out[threads] = B, yy, maxima
     B, yy, (b_max, y_max) = out[1]
     rtol = 1e-5 if dtype == np.float32 else 1e-12
@@ -634,4 +635,4 @@ def test_products_match_numpy_and_not_the_thread_count(dtype, kernel):
     assert b_max == pytest.approx(np.abs(B).max(), rel=rtol) and y_max == pytest.approx(yy.max(), rel=rtol)
     assert np.array_equal(out[2][0], B) and np.array_equal(out[2][1], yy) and out[2][2] == out[1][2]
     Y[300, 1] = np.nan
-    assert run(read_only(Y), Wk, np.empty((700, 30), dtype), np.empty(700, dtype))[0] == np.inf
+    assert run(read_only(Y), Wk, np.empty((700, 30), dtype), np.empty(700, dtype), *extra)[0] == np.inf
