@@ -22,7 +22,7 @@ the same.
 import numba
 import numpy as np
 
-from . import _config
+from . import _config, _kernels
 from ._kernels import BLOCK, seeding_distances, seeding_rounds
 from ._validation import read_only
 
@@ -115,10 +115,20 @@ def _projection(Y):
     sample -= mu
     _, vectors = np.linalg.eigh(sample @ sample.T)
     directions = np.linalg.qr(sample.T @ vectors[:, -r:])[0]
+    # the rows less mu, their coordinates and squared norms, block by block
+    # on the threads (the encoder's kernels): on one, a sixth of MNIST-5's
+    # 500 seeds
+    Y = read_only(Y)
+    directions = np.asfortranarray(directions)  # as the product kernel takes its second factor
     Z = np.empty((n, r))
-    spread = np.empty(n)
+    sq_spread = np.empty(n)
+    rows = np.empty((min(n, 4096), d))
+    n_threads = numba.get_num_threads()
     for lo in range(0, n, 4096):
-        rows = Y[lo : lo + 4096] - mu
-        Z[lo : lo + 4096] = rows @ directions
-        spread[lo : lo + 4096] = np.sqrt(np.einsum("ij,ij->i", rows, rows))
-    return Z, spread, 2 * (np.sqrt(r) * d + 1) * np.finfo(np.float64).eps
+        hi = min(lo + 4096, n)
+        if Y.dtype == np.float64:
+            _kernels.centre_rows(Y[lo:hi], mu, rows[: hi - lo])
+        else:
+            np.subtract(Y[lo:hi], mu, out=rows[: hi - lo])
+        _kernels.blas_products(read_only(rows[: hi - lo]), directions, Z[lo:hi], sq_spread[lo:hi], n_threads)
+    return Z, np.sqrt(sq_spread), 2 * (np.sqrt(r) * d + 1) * np.finfo(np.float64).eps
