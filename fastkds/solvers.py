@@ -109,15 +109,24 @@ class SufficientStatistics:
         thr = np.partition(keys, n - k)[n - k]
         top = np.flatnonzero(keys > thr)
         top = np.concatenate([top, np.flatnonzero(keys == thr)[: k - top.size]])
-        self._keep(keys[top], top + row_start, Y[top].astype(np.float64))
+        self._keep(keys[top], top + row_start, Y, top)
 
-    def _keep(self, keys, rows, points):
-        """Join new candidates to the reservoir and keep the best ``n_candidates``."""
+    def _keep(self, keys, rows, points, where):
+        """Join new candidates to the reservoir and keep the best ``n_candidates``.
+
+        The new candidates' points are ``points[where]``; only those kept
+        are copied (a chunk's candidates are as many as the reservoir's, rows
+        of d numbers, and most are not kept).
+        """
+        n_old = self._keys.size
         keys = np.concatenate([self._keys, keys])
         rows = np.concatenate([self._rows, rows])
-        pts = np.concatenate([self.candidates, points])
         keep = np.lexsort((rows, -keys))[: self.n_candidates]  # largest key first, then lowest row
-        self._keys, self._rows, self.candidates = keys[keep], rows[keep], pts[keep]
+        old = keep < n_old
+        pts = np.empty((keep.size, self.candidates.shape[1]))
+        pts[old] = self.candidates[keep[old]]
+        pts[~old] = points[where[keep[~old] - n_old]]
+        self._keys, self._rows, self.candidates = keys[keep], rows[keep], pts
 
     def merge(self, other):
         """Add the statistics of ``other`` (same shapes and key) into ``self``.
@@ -140,7 +149,7 @@ class SufficientStatistics:
         self.objective_sum += other.objective_sum
         self.n_samples += other.n_samples
         if self.n_candidates and other._keys.size:
-            self._keep(other._keys, other._rows, other.candidates)
+            self._keep(other._keys, other._rows, other.candidates, np.arange(other._keys.size))
         return self
 
     @property
