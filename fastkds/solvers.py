@@ -268,7 +268,8 @@ def _improves(best, F, tol, W):
     """Whether the objective ``F`` lowers ``best``, the lowest so far, by more
     than ``tol`` of it, and by more than rounding: an objective near 0 (the
     data fitted exactly) moves by a few ulps of the data's squared norm,
-    ``||w||^2`` ~ ``||y||^2``, which relative to itself is never small."""
+    ``||w||^2`` ~ ``||y||^2``, which relative to itself is never small.
+    ``W``: the atoms ``F`` was measured with."""
     noise = 1e3 * np.finfo(float).eps * float(np.mean(np.sum(W * W, axis=1)))
     return best - F > max(tol * abs(best), noise)
 
@@ -385,22 +386,23 @@ def fit_alternating(
         codes = None if new_sink is None else new_sink()
         backend.run_epoch(Y, prepared, chunk_size, stats, buffers, codes)
         F = stats.mean_objective
-        W_encoded = W
-        W, n_dead = solve_dictionary(stats, lam, W)
-        if progress is not None:
-            progress(epoch, F, n_dead)
         # The lowest objective so far, not the last one: with codes that stop
         # short of the optimum, and with atoms re-seeded every epoch (data with
         # repeated rows), the objective does not fall monotonically; an epoch
         # that does not lower it has stopped improving the atoms.
         earlier = history if best_before is None else [best_before, *history]
-        if tol > 0 and earlier and not _improves(min(earlier), F, tol, W):
-            history.append(F)
-            converged = True
-            if last_epoch is not None:
-                W = W_encoded
-                if codes is not None:
-                    last_epoch.codes, last_epoch.stats = codes, stats
-            break
+        converged = bool(tol > 0 and earlier and not _improves(min(earlier), F, tol, W))
         history.append(F)
+        if converged and last_epoch is not None:
+            # the fit ends on the atoms this epoch encoded with: no update to solve
+            if progress is not None:
+                progress(epoch, F, 0)
+            if codes is not None:
+                last_epoch.codes, last_epoch.stats = codes, stats
+            break
+        W, n_dead = solve_dictionary(stats, lam, W)
+        if progress is not None:
+            progress(epoch, F, n_dead)
+        if converged:
+            break
     return W, history, epoch, converged

@@ -70,6 +70,44 @@ def test_the_plain_fit_is_one_dictionary_step_further(moons):
     np.testing.assert_array_equal(solve_dictionary(kept.stats, LAM, W_last)[0], W_plain)
 
 
+def test_the_update_a_converged_fit_drops_is_not_solved(moons, monkeypatch):
+    """A fit that ends on its last epoch's atoms solves one dictionary step
+    fewer than it runs epochs; the plain fit solves one an epoch, and the
+    progress display hears of every epoch either way, no atom re-seeded by
+    the update the first drops."""
+    from fastkds import solvers
+
+    Y, W0 = moons
+    solved = []
+    original = solvers.solve_dictionary
+
+    def counted(*args, **kwargs):
+        solved.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(solvers, "solve_dictionary", counted)
+    for kept, dropped in ((LastEpoch(list), 1), (None, 0)):
+        solved.clear()
+        shown = []
+        _, _, epochs, converged = fit_alternating(
+            Y,
+            W0,
+            lam=LAM,
+            n_iter=N_ITER,
+            max_epochs=30,
+            tol=1e-2,
+            chunk_size=700,
+            random_state=np.random.RandomState(0),
+            backend=CpuBackend(),
+            last_epoch=kept,
+            progress=lambda epoch, F, n_dead: shown.append((epoch, n_dead)),
+        )
+        assert converged and len(solved) == epochs - dropped
+        assert [e for e, _ in shown] == list(range(1, epochs + 1))
+        if dropped:
+            assert shown[-1][1] == 0
+
+
 def test_a_fit_that_does_not_converge_keeps_nothing(moons):
     Y, W0 = moons
     for tol, max_epochs in [(0.0, 3), (1e-2, 1)]:  # no convergence test, or no epoch to compare
