@@ -213,7 +213,7 @@ def _gram_arrays(G64, dtype):
     encoder's loops run over the atoms padded for vectorisation), and its
     diagonal, from the float64 ``G64``."""
     m = G64.shape[0]
-    G = G64.astype(dtype)
+    G = G64.astype(dtype, copy=False)  # G64 is the caller's own, not kept elsewhere
     G_padded = np.zeros((m, _kernels.padded_atoms(m)), dtype=dtype)
     G_padded[:, :m] = G
     return G, G_padded, np.ascontiguousarray(np.diag(G64)).astype(dtype)
@@ -225,13 +225,14 @@ class _NearAtoms:
     atoms less their own mean).
 
     Build with :meth:`find`. ``index`` and ``far`` are the near and far
-    atoms' indices in the whole dictionary, ascending.
+    atoms' indices in the whole dictionary, ascending; ``near_gram`` the
+    near atoms' Gram matrix in float64.
     """
 
-    def __init__(self, index, far, W, G64, alpha_value, dtype):
+    def __init__(self, index, far, W, near_gram, alpha_value, dtype):
         self.index = index.astype(np.int32)
         self.far = far
-        self.G, self.G_padded, self.ww = _gram_arrays(G64[np.ix_(index, index)], dtype)
+        self.G, self.G_padded, self.ww = _gram_arrays(near_gram, dtype)
         self.W = np.ascontiguousarray(W[index])
         self.alpha_value = alpha_value
         self.alpha = dtype.type(alpha_value)
@@ -251,10 +252,13 @@ class _NearAtoms:
         G = G64[np.ix_(index, index)]
         mean = G.mean(axis=0)
         # sigma_max^2 of the near atoms less their own mean atom
-        top = top_eigenvalue(G - mean[:, None] - mean[None, :] + mean.mean())
+        centred = G - mean[:, None]
+        centred -= mean[None, :]
+        centred += mean.mean()
+        top = top_eigenvalue(centred)
         if not top > np.sqrt(np.finfo(dtype).eps) * float(np.trace(G)):
             return None
-        return cls(index, np.flatnonzero(far), W, G64, 1.0 / top, dtype)
+        return cls(index, np.flatnonzero(far), W, G, 1.0 / top, dtype)
 
 
 #: The encoder's step rules (the ``step`` parameter of the estimators).
