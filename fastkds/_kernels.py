@@ -1068,7 +1068,7 @@ def seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin,
             continue
         # the block's sums in a buffer of its own: neighbouring blocks' rows
         # of block_sums share cache lines, which the other threads write
-        # (1.4x on two threads with the sums in place, 1.9x here)
+        # (docs/experiments.md, "Shared cache lines")
         sums = np.empty(t)
         for j in range(t):
             sums[j] = 0.0
