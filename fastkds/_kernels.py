@@ -434,9 +434,10 @@ def blas_products(Y, Wt, B, yy, n_threads):
     """``B = Y Wt`` and ``yy`` = squared row norms of ``Y``, for many features.
 
     One BLAS product per block of :data:`GEMM_ROWS` rows, the blocks dealt
-    to the ``n_threads`` threads in turn (:func:`dealt_block`): BLAS's own threads are held to one while the
-    kernels run (:func:`fastkds._config.numba_threads`), since they would
-    spin on the cores the encoder needs next. ``Wt`` is the transposed
+    to the ``n_threads`` threads in turn (:func:`dealt_block`): BLAS's own
+    threads are held to one while the kernels run
+    (:func:`fastkds._config.numba_threads`), since they would spin on the
+    cores the encoder needs next. ``Wt`` is the transposed
     dictionary (a view). Returns ``(max |B|, max yy)`` as float64, or ``inf``
     for the first when some product or norm is not finite, as
     :func:`point_products` does.

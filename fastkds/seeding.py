@@ -116,8 +116,7 @@ def _projection(Y):
     _, vectors = np.linalg.eigh(sample @ sample.T)
     directions = np.linalg.qr(sample.T @ vectors[:, -r:])[0]
     # the rows less mu, their coordinates and squared norms, block by block
-    # on the threads (the encoder's kernels): on one, a sixth of MNIST-5's
-    # 500 seeds
+    # on the fit's threads by the encoder's kernels (NumPy's would run on one)
     Y = read_only(Y)
     directions = np.asfortranarray(directions)  # as the product kernel takes its second factor
     Z = np.empty((n, r))
