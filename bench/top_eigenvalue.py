@@ -2,9 +2,8 @@
 matrix by the whole spectrum (``numpy.linalg.eigvalsh``) against Lanczos
 (``fastkds.prepared.lanczos_top_eigenvalue``, the fit's own), on one BLAS
 thread as the fit runs them, for dictionaries of m rows of three sets:
-where the second is faster
-sets ``fastkds._config.GRAM_LANCZOS_ATOMS`` (docs/experiments.md, "The step
-from Lanczos").
+where the second is faster sets ``fastkds._config.GRAM_LANCZOS_ATOMS``
+(docs/experiments.md, "The step from Lanczos").
 
     python bench/top_eigenvalue.py [--data DIR] [--atoms 16 64 ...] [--repeats 20]
 

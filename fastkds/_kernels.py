@@ -79,6 +79,13 @@ def dealt_block(slot, n_slots, n_threads):
     return (slot % per_thread) * n_threads + slot // per_thread
 
 
+@njit(cache=True, nogil=True)
+def dealt_slots(n_blocks, n_threads):
+    """The ``n_slots`` of :func:`dealt_block` for ``n_blocks`` blocks: the
+    block count rounded up to a multiple of ``n_threads``."""
+    return (n_blocks + n_threads - 1) // n_threads * n_threads
+
+
 # --------------------------------------------------------------------------
 # Projection onto the probability simplex
 # --------------------------------------------------------------------------
@@ -449,7 +456,7 @@ def blas_products(Y, Wt, B, yy, n_threads):
     y_max = np.empty(n_blocks)
     # dealt (dealt_block), so that the short last block evens the threads'
     # rows: 17 blocks on two threads are 8 and a short one against 8
-    n_slots = (n_blocks + n_threads - 1) // n_threads * n_threads
+    n_slots = dealt_slots(n_blocks, n_threads)
     for slot in prange(n_slots):
         blk = dealt_block(slot, n_slots, n_threads)
         lo = blk * GEMM_ROWS
@@ -1060,7 +1067,7 @@ def seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin,
     bounded = reach.shape[0] > 0
     projected = Z.shape[1] > 0
     far = 4.0 * (1.0 + SEEDING_SLACK) ** 2
-    n_slots = (n_blocks + n_threads - 1) // n_threads * n_threads
+    n_slots = dealt_slots(n_blocks, n_threads)
     for slot in prange(n_slots):
         blk = dealt_block(slot, n_slots, n_threads)
         lo = blk * BLOCK
