@@ -8,9 +8,10 @@ Needs an NVIDIA GPU with numba-cuda (docs/gpu.md); the PyTorch rows need
 PyTorch with CUDA (they are skipped without it: PyTorch is no dependency of
 fastkds). Sections:
 
-- ``api``: ``fastkds.sparse_encode(device="cuda")`` and
-  ``KDS(device="cuda").transform`` on ``--n`` float32 noisy moons (m=24,
-  T=15, lam=5, the paper's settings), against ``gpu.encode_csr_cuda`` with
+- ``api``: ``fastkds.sparse_encode(device="cuda")`` (and with the exact
+  codes, ``encoder="active-set"``) and ``KDS(device="cuda").transform`` on
+  ``--n`` float32 noisy moons (m=24, T=15, lam=5, the paper's settings),
+  against ``gpu.encode_csr_cuda`` with
   buffers allocated beforehand, in the same run; best of ``--repeat``
   calls after a warm-up call (compilation), host arrays in, CSR out.
 - ``fit``: ``KDSClustering(2, n_atoms=24, lam=5, n_iter=15,
@@ -35,7 +36,8 @@ fastkds). Sections:
   each is in the table beside its speed. fastkds is timed at T and at the
   fewest steps of 10, 15, ..., 75 whose codes' mean objective is at most
   that of the paper's T steps on those points (its centred step gets
-  further per step).
+  further per step), and with its exact codes (``encoder="active-set"``,
+  the warp active-set encoder), whose objective is the optimum.
 
 Prints one line per measurement as it goes.
 """
@@ -72,6 +74,9 @@ def api(args, gpu):
     sparse_encode(Y[:100_000], W, device="cuda", **kw)  # compile
     t, C = best_of(lambda: sparse_encode(Y, W, device="cuda", **kw), args.repeat)
     print(f"api: sparse_encode(device='cuda') {args.n:,} float32 moons: {t:.3f} s, {args.n / t / 1e6:.1f} M points/s")
+    sparse_encode(Y[:100_000], W, device="cuda", encoder="active-set", **kw)  # compile
+    t, _ = best_of(lambda: sparse_encode(Y, W, device="cuda", encoder="active-set", **kw), args.repeat)
+    print(f"api: the same, encoder='active-set' (exact codes): {t:.3f} s, {args.n / t / 1e6:.1f} M points/s")
     model = KDS(MOONS.n_atoms, max_epochs=1, device="cuda", random_state=0, **kw).fit(Y[:100_000])
     model.transform(Y[:100_000])
     t, _ = best_of(lambda: model.transform(Y), args.repeat)
@@ -232,6 +237,11 @@ def torch_rows(args, gpu):
         print(f"torch: fastkds at T={equal_T}, the fewest steps whose mean objective is at most the paper's "
               f"T={T} ({target:.6f}; NumPy, float64): {ours_equal:,.0f} points/s, mean objective "
               f"{objective(Y[check], W, C[check].toarray(), lam):.6f}", flush=True)  # fmt: skip
+    sparse_encode(Y[:2000], W, lam=lam, encoder="active-set", device="cuda")  # compile
+    t, C = best_of(lambda: sparse_encode(Y, W, lam=lam, encoder="active-set", device="cuda"), args.repeat)
+    exact = Y.shape[0] / t
+    print(f"torch: fastkds exact codes (encoder='active-set', device='cuda'): {exact:,.0f} points/s, "
+          f"mean objective {objective(Y[check], W, C[check].toarray(), lam):.6f}", flush=True)  # fmt: skip
     alpha = 1.0 / np.linalg.norm(W, 2) ** 2  # the paper's step
     dY = torch.tensor(Y, device="cuda")
     dW = torch.tensor(W.astype(np.float32), device="cuda")
@@ -252,7 +262,7 @@ def torch_rows(args, gpu):
             print(f"torch: PyTorch {torch.__version__}, {form}, TF32 {'on' if tf32 else 'off'}: "
                   f"{Y.shape[0] / t:,.0f} points/s, mean objective {f:.6f}; fastkds / PyTorch: "
                   f"{ours * t / Y.shape[0]:.2f}x at T={T}, {ours_equal * t / Y.shape[0]:.2f}x at "
-                  f"T={equal_T}", flush=True)  # fmt: skip
+                  f"T={equal_T}, {exact * t / Y.shape[0]:.2f}x exact", flush=True)  # fmt: skip
 
 
 SECTIONS = {"api": api, "fit": fit, "mnist5": mnist5, "torch": torch_rows}

@@ -80,9 +80,7 @@ class CudaBackend:
         self._gpu = gpu
 
     def prepare(self, W, lam, n_iter, dtype, step="centred", encoder="apg"):
-        if encoder != "apg":  # get_backend refuses it; a direct call gets the same word
-            raise ValueError(_CPU_ONLY.format(encoder=encoder))
-        return self._gpu.CudaPreparedDictionary(W, lam, n_iter, dtype, step=step)
+        return self._gpu.CudaPreparedDictionary(W, lam, n_iter, dtype, step=step, encoder=encoder)
 
     def chunk_size(self, n_features, n_atoms, itemsize):
         return self._gpu.default_chunk_size_cuda(n_features, n_atoms, itemsize)
@@ -110,9 +108,6 @@ class CudaBackend:
         return self._gpu.encode_csr_cuda(Y, prepared, chunk_size)
 
 
-_CPU_ONLY = "encoder={encoder!r} runs on the CPU only: pass encoder='apg' to encode on the GPU, or device='cpu'"
-
-
 def runs_on_cuda(device):
     """Whether ``get_backend(device)`` gives the CUDA backend; for
     ``"auto"`` without a GPU, no second fallback warning (the fit that
@@ -134,8 +129,10 @@ def resolve_encoder(encoder, device, lam):
     ``Y W^T``, where the accelerated encoder spends all of its ``n_iter``
     steps on every point and may still stop short of the optimum.
 
-    The accelerated encoder (``"apg"``) elsewhere. The GPU runs no other
-    (nor does the unrolled solver, which sets it itself). And at a larger
+    The accelerated encoder (``"apg"``) elsewhere: on the GPU, whose
+    active-set encoder (one point per warp) has not yet been timed against
+    its accelerated one (docs/gpu.md), and in the unrolled solver, which
+    sets it itself. And at a larger
     ``lam`` most exact codes hold one atom: a point between two atoms
     codes with both only within a band ``1 / (1 + 2 lam)`` of their
     distance wide, so few points link neighbouring atoms, and the code
@@ -182,31 +179,20 @@ def clustering_encoder(encoder, n_samples, n_atoms):
     return "apg" if encoder == "auto" and few else encoder
 
 
-def get_backend(device, encoder="apg"):
+def get_backend(device):
     """The backend for ``device`` in {"cpu", "cuda", "auto"}.
 
     ``"cuda"`` raises a RuntimeError naming the cause when CUDA cannot run;
-    ``"auto"`` falls back to the CPU with a one-line warning. The GPU runs
-    the accelerated encoder only: with another ``encoder`` (not ``"auto"``,
-    which :func:`resolve_encoder` turns into that one there), ``"cuda"``
-    raises a ValueError and ``"auto"`` warns and takes the CPU.
+    ``"auto"`` falls back to the CPU with a one-line warning. Both run
+    either encoder.
     """
     check_choice(device, "device", DEVICES)
     if device == "cpu":
         return CpuBackend()
-    runs_there = encoder in ("apg", "auto")
     if device == "cuda":
-        if not runs_there:
-            raise ValueError(_CPU_ONLY.format(encoder=encoder))
         return CudaBackend()
-    # "auto": a missing GPU is named first, whatever the encoder ("auto"
-    # resolves to the CPU's exact codes there)
     try:
-        backend = CudaBackend()
+        return CudaBackend()
     except (RuntimeError, ImportError) as exc:
         warn(f"device='auto': no usable CUDA GPU, running on the CPU ({exc})", DeviceFallbackWarning)
         return CpuBackend()
-    if not runs_there:
-        warn(f"device='auto': {_CPU_ONLY.format(encoder=encoder)}; running on the CPU", DeviceFallbackWarning)
-        return CpuBackend()
-    return backend

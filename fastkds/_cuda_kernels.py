@@ -74,11 +74,14 @@ How threads map to work
   :func:`~fastkds.gpu.statistics_cuda` makes them).
 """
 
+import math
+
 import numba
 import numpy as np
 from numba import cuda
 
 from . import _shared_kernels, _vote_kernels
+from ._active_set import MAX_STEPS, RTOL_EPS, SINGULAR
 
 #: The warp encoder keeps a lane's candidate flags in the bits of one int64:
 #: at most 64 atoms per lane, 32 lanes.
@@ -145,6 +148,16 @@ if numba.config.ENABLE_CUDASIM:
     def _warp_count(bits, r):
         return sum(((b >> r) & 1) for b in _sim_exchange(bits)[1])
 
+    def _warp_min(value):
+        return min(_sim_exchange(value)[1])
+
+    def _warp_argmin(value, index):
+        best, at = np.inf, -1
+        for v, j in _sim_exchange((value, index))[1]:
+            if j >= 0 and (at < 0 or v < best or (v == best and j < at)):
+                best, at = v, j
+        return best, at
+
 else:
 
     @cuda.jit(device=True)
@@ -185,6 +198,32 @@ else:
         """Lanes of the warp whose bit ``r`` of ``bits`` is set."""
         return cuda.popc(_ballot(((bits >> r) & 1) != 0))
 
+    @cuda.jit(device=True)
+    def _warp_min(value):
+        off = 16
+        while off > 0:
+            other = _shfl_xor(value, off)
+            if other < value:
+                value = other
+            off //= 2
+        return value
+
+    @cuda.jit(device=True)
+    def _warp_argmin(value, index):
+        """The smallest ``value`` of the lanes whose ``index`` is not
+        negative, and its index (ties to the smaller index; ``(inf, -1)``
+        where every index is negative): a total order, so every lane of the
+        butterfly ends with the same pair."""
+        off = 16
+        while off > 0:
+            v = _shfl_xor(value, off)
+            j = _shfl_xor(index, off)
+            if j >= 0 and (index < 0 or v < value or (v == value and j < index)):
+                value = v
+                index = j
+            off //= 2
+        return value, index
+
 
 # --------------------------------------------------------------------------
 # The warp encoder: one point per warp
@@ -207,9 +246,11 @@ def _make_warp_encode_kernel(R, nbtype):
     them the loops over r unroll and the per-atom state stays in registers."""
 
     @cuda.jit(cache=True)
-    def _warp_encode(Y, Wt, G, ww, alpha, lam, beta, ks, neg_inf, n, m, X, obj, counts):
+    def _warp_encode(Y, Wt, G, ww, alpha, lam, beta, ks, neg_inf, n, m, X, obj, counts, only):
         """Encode points 0..n-1 of ``Y``: codes into the rows of ``X``,
-        objectives into ``obj``, support sizes into ``counts``.
+        objectives into ``obj``, support sizes into ``counts``; with a
+        non-empty ``only`` (int32, n), the points i of ``only[i] != 0``
+        alone (those the active-set encoder hands over).
 
         Twin of ``_kernels._encode_point`` with the atoms spread over the
         lanes: lane l holds atom ``j = 32 r + l`` in slot r of ``b``, ``v``,
@@ -230,6 +271,8 @@ def _make_warp_encode_kernel(R, nbtype):
         z = cuda.local.array(R, nbtype)
         x = cuda.local.array(R, nbtype)
         for i in range(warp, n, n_warps):
+            if only.shape[0] > 0 and only[i] == 0:
+                continue
             # b = W y and ||y||^2, each lane for its atoms
             yy = zero
             for r in range(R):
@@ -355,6 +398,339 @@ def _make_warp_encode_kernel(R, nbtype):
                 counts[i] = nx
 
     return _warp_encode
+
+
+# --------------------------------------------------------------------------
+# The warp active-set encoder: exact codes, one point per warp
+# --------------------------------------------------------------------------
+
+#: The warp active-set encoder keeps support entry q on lane q: at most 32
+#: atoms in a support. A point whose support would grow past it (or past
+#: :data:`fastkds._active_set.MAX_STEPS` steps) goes to the accelerated
+#: encoder, as the CPU hands over its degenerate points.
+ACTIVE_SET_MAX_SUPPORT = 32
+
+_ACTIVE_SET_KERNELS = {}
+
+
+def warp_active_set_kernel(R, dtype):
+    """The warp active-set encoder for ``R = ceil(m / 32)`` atoms per lane
+    in ``dtype`` (made once per process, as :func:`warp_encode_kernel`)."""
+    key = (int(R), np.dtype(dtype).name)
+    if key not in _ACTIVE_SET_KERNELS:
+        _ACTIVE_SET_KERNELS[key] = _make_warp_active_set_kernel(int(R), numba.from_dtype(np.dtype(dtype)))
+    return _ACTIVE_SET_KERNELS[key]
+
+
+@cuda.jit(device=True)
+def _nth_set_bit(mask, j):
+    """The place of the ``j``-th set bit (from 0) of the low 32 bits of
+    ``mask``, or -1 where fewer are set."""
+    seen = 0
+    for q in range(32):
+        if (mask >> q) & 1:
+            if seen == j:
+                return q
+            seen += 1
+    return -1
+
+
+@cuda.jit(device=True)
+def _warp_solve_support(G, atom, c_atom, p, s, lane, row, col):
+    """The CPU's ``_active_set._solve_support`` on a warp: lane q < p holds
+    support entry q (its atom ``atom`` and ``c_atom = c[atom]``), row q of
+    the Cholesky factor of ``G_PP + s 1 1^T`` in ``row`` and column q in
+    ``col``. Returns ``(solved, z)``: False where a pivot shows affinely
+    dependent atoms; else lane q's weight of the minimiser of q(x) over the
+    support's affine hull.
+
+    Right-looking Cholesky: step k's pivot and column come from lane k and
+    the lanes below it, each lane updating its own row, so every entry gets
+    the CPU's subtractions in the CPU's order. The triangular solves go by
+    columns, a shuffle per unknown.
+    """
+    inside = lane < p
+    for j in range(p):
+        k = _shfl(atom, j)
+        if inside and j <= lane:
+            row[j] = numba.float64(G[atom, k]) + s
+    for k in range(p):
+        diag = _shfl(row[k], k)
+        if diag <= SINGULAR * s:
+            return False, 0.0
+        lkk = math.sqrt(diag)
+        if lane == k:
+            row[k] = lkk
+            col[k] = lkk
+        elif inside and lane > k:
+            row[k] = row[k] / lkk
+        for j in range(k + 1, p):
+            ljk = _shfl(row[k], j)
+            if lane == k:
+                col[j] = ljk
+            if inside and lane >= j:
+                row[j] -= row[k] * ljk
+    # L y = (c_P, 1), then L^T z = y, both right-hand sides at once
+    r0 = c_atom
+    r1 = 1.0
+    y0 = 0.0
+    y1 = 0.0
+    for i in range(p):
+        if lane == i:
+            y0 = r0 / row[i]
+            y1 = r1 / row[i]
+        a0 = _shfl(y0, i)
+        a1 = _shfl(y1, i)
+        if inside and lane > i:
+            r0 -= row[i] * a0
+            r1 -= row[i] * a1
+    r0 = y0
+    r1 = y1
+    for i in range(p - 1, -1, -1):
+        if lane == i:
+            y0 = r0 / row[i]
+            y1 = r1 / row[i]
+        a0 = _shfl(y0, i)
+        a1 = _shfl(y1, i)
+        if inside and lane < i:
+            r0 -= col[i] * a0
+            r1 -= col[i] * a1
+    if not inside:
+        y0 = 0.0
+        y1 = 0.0
+    t = (1.0 - _warp_sum(y0)) / _warp_sum(y1)
+    return True, y0 + t * y1
+
+
+def _make_warp_active_set_kernel(R, nbtype):
+    """Compile-time R and dtype, as :func:`_make_warp_encode_kernel`."""
+    P_MAX = ACTIVE_SET_MAX_SUPPORT
+
+    @cuda.jit(cache=True)
+    def _warp_active_set(Y, Wt, G, ww, lam, eps, ks, n, m, X, obj, counts, handed):
+        """Exact codes of points 0..n-1 of ``Y`` by the CPU's active-set
+        method (:func:`fastkds._active_set._active_set_point`): codes into
+        the rows of ``X``, objectives into ``obj``, support sizes into
+        ``counts``, and ``handed[i] = 1`` for each point it leaves to the
+        accelerated encoder (then its other outputs are not written).
+
+        ``Y``, ``Wt``, ``G``, ``ww`` as for the warp encoder (padded to 32 R
+        atoms); ``lam`` and ``eps`` (the dtype's epsilon) float64, as the
+        arithmetic is, whatever the dtype. Lane l holds ``b``, ``c`` and the
+        gradient ``g`` of atoms ``32 r + l``, and support entry l (its atom,
+        weight, ``c`` and ``b``); the gradient over all atoms reads row k
+        of ``G`` for each support atom k, coalesced, the choice of the
+        atom that enters is a warp argmin, and an atom that leaves is
+        dropped by a ballot, the entries after it moved down by shuffles.
+        """
+        zero = ks[0]
+        d = Y.shape[1]
+        lane = cuda.threadIdx.x % 32
+        warp = cuda.grid(1) // 32
+        n_warps = cuda.gridsize(1) // 32
+        b = cuda.local.array(R, nbtype)
+        c = cuda.local.array(R, numba.float64)
+        g = cuda.local.array(R, numba.float64)
+        row = cuda.local.array(P_MAX, numba.float64)
+        col = cuda.local.array(P_MAX, numba.float64)
+        tol = RTOL_EPS * eps * (1.0 + lam + lam)
+        for i in range(warp, n, n_warps):
+            yy = zero
+            for r in range(R):
+                b[r] = zero
+            for k in range(d):
+                yk = Y[i, k]
+                yy += yk * yk
+                for r in range(R):
+                    b[r] += yk * Wt[k, 32 * r + lane]
+            yy64 = numba.float64(yy)
+            # c = b - lam dist, the nearest atom, the largest squared norm
+            best = math.inf
+            j0 = -1
+            s = 0.0
+            for r in range(R):
+                j = 32 * r + lane
+                c[r] = 0.0
+                if j < m:
+                    bj = numba.float64(b[r])
+                    wj = numba.float64(ww[j])
+                    dj = yy64 - (bj + bj) + wj
+                    if dj < 0.0:  # rounding in the expanded form
+                        dj = 0.0
+                    c[r] = bj - lam * dj
+                    if dj < best:
+                        best = dj
+                        j0 = j
+                    if wj > s:
+                        s = wj
+            best, j0 = _warp_argmin(best, j0)
+            if j0 < 0:  # no finite distance: the accelerated encoder decides
+                if lane == 0:
+                    handed[i] = 1
+                continue
+            s = _warp_max(s)
+            if s <= 0.0:
+                s = 1.0  # every atom at the mean: any positive shift will do
+            # the support starts at the nearest atom's vertex
+            atom = -1
+            x = 0.0
+            c_atom = _shfl(c[j0 // 32], j0 % 32)
+            b_atom = numba.float64(_shfl(b[j0 // 32], j0 % 32))
+            if lane == 0:
+                atom = j0
+                x = 1.0
+            held = 0  # bit r: atom 32 r + lane is in the support
+            if lane == j0 % 32:
+                held = 1 << (j0 // 32)
+            p = 1
+            steps = 0
+            ok = True
+            going = True
+            while going:
+                # g = G x - c over all atoms, from the support
+                for r in range(R):
+                    g[r] = -c[r]
+                for q in range(p):
+                    k = _shfl(atom, q)
+                    xk = _shfl(x, q)
+                    for r in range(R):
+                        g[r] += xk * numba.float64(G[k, 32 * r + lane])
+                tau = 0.0
+                s_support = 0.0
+                for q in range(p):
+                    k = _shfl(atom, q)
+                    tau += _shfl(x, q) * _shfl(g[k // 32], k % 32)
+                    wk = numba.float64(ww[k])
+                    if wk > s_support:  # no max() of two numbers: numba.cuda takes it for an iterable's
+                        s_support = wk
+                gmin = math.inf
+                enter = -1
+                for r in range(R):
+                    j = 32 * r + lane
+                    if j < m and ((held >> r) & 1) == 0 and g[r] < gmin:
+                        wj = numba.float64(ww[j])
+                        if wj < s_support:
+                            wj = s_support
+                        if g[r] < tau - tol * (yy64 + wj):
+                            gmin = g[r]
+                            enter = j
+                gmin, enter = _warp_argmin(gmin, enter)
+                if enter < 0:
+                    going = False
+                    continue
+                if p == P_MAX:
+                    ok = False
+                    going = False
+                    continue
+                c_enter = _shfl(c[enter // 32], enter % 32)
+                b_enter = numba.float64(_shfl(b[enter // 32], enter % 32))
+                if lane == p:
+                    atom = enter
+                    x = 0.0
+                    c_atom = c_enter
+                    b_atom = b_enter
+                if lane == enter % 32:
+                    held |= 1 << (enter // 32)
+                p += 1
+                inner = True
+                while inner:
+                    steps += 1
+                    solved = False
+                    z = 0.0
+                    if steps <= MAX_STEPS:
+                        solved, z = _warp_solve_support(G, atom, c_atom, p, s, lane, row, col)
+                    if not solved:
+                        ok = False
+                        inner = False
+                        going = False
+                        continue
+                    inside = lane < p
+                    # the largest move towards z that keeps every weight >= 0
+                    blocked_here = inside and z <= 0.0
+                    ratio = 1.0
+                    if blocked_here:
+                        ratio = x / (x - z) if x > 0.0 else 0.0
+                    t = _warp_min(ratio)  # at most 1: the lanes not blocked offer 1
+                    if _ballot(blocked_here) == 0:
+                        if inside:
+                            x = z
+                        inner = False
+                        continue
+                    # drop the atoms that reach zero (at least the one that set t)
+                    xq = 0.0
+                    if inside:
+                        xq = x + t * (z - x)
+                        if blocked_here and (x <= 0.0 or x / (x - z) <= t):
+                            xq = 0.0
+                    keep = inside and xq > 0.0
+                    total = _warp_sum(xq if keep else 0.0)
+                    gone = _ballot(inside and not keep)
+                    while gone != 0:
+                        q = cuda.ffs(gone) - 1
+                        gone = gone & (gone - 1)
+                        k = _shfl(atom, q)
+                        if lane == k % 32:
+                            held &= ~(1 << (k // 32))
+                    kept = _ballot(keep)
+                    src = _nth_set_bit(kept, lane)
+                    fetch = src if src >= 0 else lane
+                    atom_new = _shfl(atom, fetch)
+                    x_new = _shfl(xq, fetch)
+                    c_new = _shfl(c_atom, fetch)
+                    b_new = _shfl(b_atom, fetch)
+                    p = 0
+                    for q in range(32):
+                        p += (kept >> q) & 1
+                    if lane < p:
+                        atom = atom_new
+                        x = x_new / total  # back onto the simplex after rounding
+                        c_atom = c_new
+                        b_atom = b_new
+                    else:
+                        atom = -1
+                        x = 0.0
+            if not ok:
+                if lane == 0:
+                    handed[i] = 1
+                continue
+            inside = lane < p
+            total = _warp_sum(x if inside else 0.0)
+            if inside:
+                x = x / total  # the solves hold sum(x) = 1 to rounding; make it exact
+            # f = 1/2 (||y||^2 - 2 x.b + x^T G x) + lam x.dist, from the support;
+            # g becomes each lane's atoms' weights, for the row of X
+            acc = 0.0
+            for r in range(R):
+                g[r] = 0.0
+            for q in range(p):
+                k = _shfl(atom, q)
+                xk = _shfl(x, q)
+                if inside:
+                    acc += xk * numba.float64(G[atom, k])
+                if lane == k % 32:
+                    g[k // 32] = xk
+            rec = 0.0
+            loc = 0.0
+            if inside:
+                dk = yy64 - (b_atom + b_atom) + numba.float64(ww[atom])
+                if dk < 0.0:
+                    dk = 0.0
+                rec = x * (acc - (b_atom + b_atom))
+                loc = x * dk
+            rec = yy64 + _warp_sum(rec)
+            loc = _warp_sum(loc)
+            if rec < 0.0:
+                rec = 0.0
+            for r in range(R):
+                j = 32 * r + lane
+                if j < m:
+                    X[i, j] = g[r]
+            if lane == 0:
+                obj[i] = 0.5 * rec + lam * loc
+                counts[i] = p
+                handed[i] = 0
+
+    return _warp_active_set
 
 
 # --------------------------------------------------------------------------

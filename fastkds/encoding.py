@@ -123,7 +123,7 @@ def sparse_encode(
     step = check_step(step)
     encoder = resolve_encoder(check_encoder(encoder), device, lam)
     n_jobs = check_n_jobs(n_jobs)
-    backend = get_backend(device, encoder)
+    backend = get_backend(device)
     if chunk_size is None:
         chunk_size = backend.chunk_size(Y.shape[1], W.shape[0], Y.dtype.itemsize)
     chunk_size = check_positive_int(chunk_size, "chunk_size")
@@ -232,7 +232,7 @@ class FittedEncoder:
 
     def backend(self):
         """The backend of ``device`` (a fallback warning with ``"auto"``)."""
-        return get_backend(self.device, self.encoder)
+        return get_backend(self.device)
 
     def prepare(self, backend, dtype):
         """The dictionary prepared by ``backend`` for data of ``dtype``."""

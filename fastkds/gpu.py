@@ -49,11 +49,12 @@ from ._cuda_kernels import (
     stats_partial_kernel,
     stats_reduce_kernel,
     vote_kernel,
+    warp_active_set_kernel,
     warp_encode_kernel,
 )
 from ._host_copies import copy_flat, place_csr_chunk
 from ._validation import check_choice, read_only
-from .prepared import PreparedDictionary, csr_from_dense
+from .prepared import ENCODERS, PreparedDictionary, csr_from_dense
 from .sources import iter_chunks
 
 KERNELS = ("auto", "warp", "thread")
@@ -369,6 +370,7 @@ class CudaBuffers:
         m, d = n_atoms, n_features
         self._thread = None  # Bt, yy and scratch of the thread encoder, on first use
         self._h_X = None  # dense codes on the host: only encode_dense needs them
+        self._handed = None  # the active-set encoder's hand-over flags
         #: the near atoms' buffers, with far atoms (see CudaPreparedDictionary.near)
         self.near = None
         if share is not None:
@@ -402,6 +404,14 @@ class CudaBuffers:
         if self._h_X is None:
             self._h_X = cuda.pinned_array(self.d_X.shape, dtype=self.dtype)
         return self._h_X
+
+    @property
+    def d_handed(self):
+        """The rows the active-set encoder hands to the accelerated one
+        (int32 flags, made on first use)."""
+        if self._handed is None:
+            self._handed = cuda.device_array(self.capacity, dtype=np.int32, stream=self.stream)
+        return self._handed
 
     def thread_buffers(self):
         """``(Bt, yy, scratch, iscratch)`` of the thread encoder."""
@@ -441,8 +451,12 @@ class CudaBuffers:
         self._nnz_cap = cap
 
 
-def _resolve_kernel(kernel, n_atoms):
+def _resolve_kernel(kernel, n_atoms, encoder="apg"):
     check_choice(kernel, "kernel", KERNELS)
+    if encoder == "active-set":  # written for warps alone
+        if kernel == "thread":
+            raise ValueError('encoder="active-set" runs on the warp kernel only: pass kernel="warp" or "auto"')
+        kernel = "warp"
     if kernel == "auto":
         return "warp" if _config.CUDA_WARP_MIN_ATOMS <= n_atoms <= WARP_MAX_ATOMS else "thread"
     if kernel == "warp" and n_atoms > WARP_MAX_ATOMS:
@@ -463,10 +477,18 @@ class CudaPreparedDictionary:
     ----------
     W, lam, n_iter, dtype, step
         As for :class:`~fastkds.prepared.PreparedDictionary`.
+    encoder : {"apg", "active-set"}, default="apg"
+        As for :class:`~fastkds.prepared.PreparedDictionary`: ``n_iter``
+        steps of accelerated projected gradient, or the exact codes by the
+        CPU's active-set method, one point per warp
+        (:func:`fastkds._cuda_kernels.warp_active_set_kernel`), which hands
+        its degenerate points to the accelerated encoder. The exact codes
+        need no far-atom split (:attr:`near` is then None).
     kernel : {"auto", "warp", "thread"}, default="auto"
         Encoder: one point per warp or one point per thread. "auto" takes the
         warp encoder from ``_config.CUDA_WARP_MIN_ATOMS`` up to
-        :data:`WARP_MAX_ATOMS` atoms (its limit), the thread encoder otherwise.
+        :data:`WARP_MAX_ATOMS` atoms (its limit), the thread encoder otherwise;
+        the active set runs on warps whatever the atom count.
     threads_per_block : int or None
         Thread encoder's block size; by default ``_config.CUDA_ENCODE_THREADS``.
     scratch_budget : int or None
@@ -485,26 +507,29 @@ class CudaPreparedDictionary:
     RuntimeError
         Without a usable GPU (and the simulator off); see :func:`require_cuda`.
     ValueError
-        For an unknown ``kernel``.
+        For an unknown ``kernel`` or ``encoder``, and for the active set on
+        ``kernel="thread"``.
     """
 
     def __init__(
-        self, W, lam, n_iter, dtype, *, step="centred", kernel="auto", threads_per_block=None,
+        self, W, lam, n_iter, dtype, *, step="centred", encoder="apg", kernel="auto", threads_per_block=None,
         scratch_budget=None, warps_per_block=None, max_warps=None,
     ):  # fmt: skip
         require_cuda()
+        encoder = check_choice(encoder, "encoder", ENCODERS)
         host = PreparedDictionary(W, lam, n_iter, dtype, step)
         settings = dict(
-            kernel=kernel, threads_per_block=threads_per_block, scratch_budget=scratch_budget,
+            encoder=encoder, kernel=kernel, threads_per_block=threads_per_block, scratch_budget=scratch_budget,
             warps_per_block=warps_per_block, max_warps=max_warps,
         )  # fmt: skip
         self._upload(host, host, **settings)
-        #: With far atoms (:attr:`PreparedDictionary.near`), the encoder of the
-        #: near atoms at their own step (a CudaPreparedDictionary), or None.
-        #: Every chunk is then encoded by both, and the points that cannot
-        #: use a far atom take the near atoms' codes, as on the CPU.
+        #: With far atoms (:attr:`PreparedDictionary.near`) and the accelerated
+        #: encoder, the encoder of the near atoms at their own step (a
+        #: CudaPreparedDictionary), or None. Every chunk is then encoded by
+        #: both, and the points that cannot use a far atom take the near
+        #: atoms' codes, as on the CPU.
         self.near = None
-        if host.near is not None:
+        if host.near is not None and encoder == "apg":
             near = host.near
             self.near = CudaPreparedDictionary.__new__(CudaPreparedDictionary)
             self.near._upload(host, near, **settings)
@@ -515,7 +540,7 @@ class CudaPreparedDictionary:
             self.d_atoms = cuda.to_device(host.W)
             self.d_atoms_ww = cuda.to_device(host.ww)
 
-    def _upload(self, host, atoms, *, kernel, threads_per_block, scratch_budget, warps_per_block, max_warps):
+    def _upload(self, host, atoms, *, encoder, kernel, threads_per_block, scratch_budget, warps_per_block, max_warps):
         """Take the encoder's settings from ``host`` (a PreparedDictionary)
         and the atoms' arrays and step from ``atoms`` (``host`` itself, or
         ``host.near``, as the CPU's ``_encode_apg`` does), and copy what the
@@ -527,7 +552,8 @@ class CudaPreparedDictionary:
         # atoms' encoder reads the rows already shifted
         self.shift = host.shift if atoms is host else None
         self.alpha, self.lam, self.beta, self.ks = atoms.alpha, host.lam, host.beta, atoms.ks
-        self.kernel = _resolve_kernel(kernel, self.n_atoms)
+        self.encoder = encoder
+        self.kernel = _resolve_kernel(kernel, self.n_atoms, encoder)
         self.threads_per_block = int(_config.CUDA_ENCODE_THREADS if threads_per_block is None else threads_per_block)
         self.scratch_budget = int(_config.CUDA_SCRATCH_BUDGET if scratch_budget is None else scratch_budget)
         wpb = _config.CUDA_WARPS_PER_BLOCK if warps_per_block is None else warps_per_block
@@ -548,6 +574,7 @@ class CudaPreparedDictionary:
             wwp[:m] = self.ww
             self.d_Wt, self.d_Gp, self.d_wwp = cuda.to_device(Wt), cuda.to_device(Gp), cuda.to_device(wwp)
             self.neg_inf = self.dtype.type(-np.inf)
+            self.d_every_row = cuda.device_array(0, dtype=np.int32)  # the accelerated encoder's "no mask"
         else:
             self.d_W = cuda.to_device(self.W)
             self.d_G = cuda.to_device(self.G)
@@ -624,9 +651,17 @@ class CudaPreparedDictionary:
             warps = n if self.max_warps is None else min(n, self.max_warps)
             tpb = 32 * min(self.warps_per_block, warps)
             blocks = max(1, min(_config.CUDA_MAX_BLOCKS, -(-warps * 32 // tpb)))
+            only = self.d_every_row
+            if self.encoder == "active-set":
+                # exact codes, then the accelerated encoder on the points handed over
+                only = buf.d_handed
+                _configured(warp_active_set_kernel(self.R, self.dtype), blocks, tpb, s)(
+                    buf.d_Y, self.d_Wt, self.d_Gp, self.d_wwp, float(self.lam), float(np.finfo(self.dtype).eps),
+                    self.d_ks, n, self.n_atoms, buf.d_X, buf.d_obj, buf.d_counts, only,
+                )  # fmt: skip
             _configured(warp_encode_kernel(self.R, self.dtype), blocks, tpb, s)(
                 buf.d_Y, self.d_Wt, self.d_Gp, self.d_wwp, self.alpha, self.lam, self.d_beta, self.d_ks,
-                self.neg_inf, n, self.n_atoms, buf.d_X, buf.d_obj, buf.d_counts,
+                self.neg_inf, n, self.n_atoms, buf.d_X, buf.d_obj, buf.d_counts, only,
             )  # fmt: skip
             return
         d_Bt, d_yy, scratch, iscratch = buf.thread_buffers()

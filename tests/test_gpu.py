@@ -217,6 +217,83 @@ def test_wrong_input_is_refused():
 # --------------------------------------------------------------------------
 
 
+# --------------------------------------------------------------------------
+# the active-set encoder (exact codes, one point per warp)
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("d,m,lam", [(3, 8, 0.5), (5, 40, 0.1), (2, 6, 0.0)])
+def test_active_set_matches_cpu_and_is_optimal(d, m, lam, dtype):
+    """The device's exact codes meet the KKT conditions for all m atoms to
+    the dtype's rounding and carry their objective; where the optimum is
+    unique (lam > 0) they are the CPU active set's, support for support.
+    m = 40 gives each lane two atoms."""
+    n = 5
+    Y, W = make_problem(7 * d + m, n, d, m, dtype)
+    W = W.astype(dtype)  # the atoms both encoders see
+    prepared = gpu.CudaPreparedDictionary(W, lam, 10, dtype, encoder="active-set")
+    assert prepared.encoder == "active-set" and prepared.kernel == "warp" and prepared.near is None
+    buffers = prepared.allocate(n)
+    X, obj = prepared.encode_dense(Y, buffers)
+    assert not buffers.d_handed.copy_to_host()[:n].any()  # none handed to the accelerated encoder
+    X64, Y64, W64 = X.astype(np.float64), Y.astype(np.float64), W.astype(np.float64)
+    eps = np.finfo(dtype).eps
+    assert np.all(X >= 0)
+    np.testing.assert_allclose(X64.sum(axis=1), 1.0, rtol=0, atol=10 * eps)
+    assert _naive.kkt_residual(Y64, W64, X64, lam).max() < 1e3 * eps
+    f = _naive.objective(Y64, W64, X64, lam)
+    np.testing.assert_allclose(obj, f, rtol=10 * TOL[dtype], atol=10 * TOL[dtype])
+    cpu = PreparedDictionary(W, lam, 10, dtype, encoder="active-set")
+    X_cpu, obj_cpu = cpu.encode_dense(Y)
+    np.testing.assert_allclose(obj, obj_cpu, rtol=10 * TOL[dtype], atol=10 * TOL[dtype])
+    if lam > 0:
+        np.testing.assert_array_equal(X > 0, X_cpu > 0)
+        np.testing.assert_allclose(X, X_cpu, rtol=0, atol=TOL[dtype])
+
+
+def test_active_set_hands_long_supports_to_the_accelerated_encoder(monkeypatch):
+    """A point whose support would pass the lanes it may hold
+    (ACTIVE_SET_MAX_SUPPORT, here made 2 so the simulator stays quick) goes
+    to the accelerated encoder, whose codes it then gets bit for bit; the
+    other points keep their exact codes."""
+    from fastkds import _cuda_kernels
+
+    monkeypatch.setattr(_cuda_kernels, "ACTIVE_SET_MAX_SUPPORT", 2)
+    monkeypatch.setattr(_cuda_kernels, "_ACTIVE_SET_KERNELS", {})  # made again with the limit
+    Y, W = make_problem(12, 6, 3, 8)
+    cpu = PreparedDictionary(W, 0.1, 6, np.float64, encoder="active-set")
+    X_cpu, _ = cpu.encode_dense(Y)
+    long = (X_cpu > 0).sum(axis=1) > 2
+    assert long.any() and not long.all()
+    exact = gpu.CudaPreparedDictionary(W, 0.1, 6, np.float64, encoder="active-set")
+    buffers = exact.allocate(6)
+    X, obj = (a.copy() for a in exact.encode_dense(Y, buffers))
+    np.testing.assert_array_equal(buffers.d_handed.copy_to_host()[:6], long)
+    X_apg, obj_apg = gpu.CudaPreparedDictionary(W, 0.1, 6, np.float64, kernel="warp").encode_dense(Y)
+    np.testing.assert_array_equal(X[long], X_apg[long])
+    np.testing.assert_array_equal(obj[long], obj_apg[long])
+    np.testing.assert_allclose(X[~long], X_cpu[~long], rtol=0, atol=TOL[np.float64])
+
+
+def test_active_set_settings_are_checked():
+    W = np.eye(3)
+    with pytest.raises(ValueError, match="encoder must be one of"):
+        gpu.CudaPreparedDictionary(W, 0.5, 5, np.float64, encoder="exact")
+    with pytest.raises(ValueError, match='encoder="active-set" runs on the warp kernel only'):
+        gpu.CudaPreparedDictionary(W, 0.5, 5, np.float64, encoder="active-set", kernel="thread")
+
+
+def test_sparse_encode_active_set_on_cuda_matches_cpu():
+    """The public call takes the device's exact codes, in chunks."""
+    Y, W = make_problem(4, 6, 3, 8)
+    a = fastkds.sparse_encode(Y, W, lam=0.5, encoder="active-set", device="cuda", chunk_size=4)
+    b = fastkds.sparse_encode(Y, W, lam=0.5, encoder="active-set", device="cpu")
+    np.testing.assert_array_equal(a.indptr, b.indptr)
+    np.testing.assert_array_equal(a.indices, b.indices)
+    np.testing.assert_allclose(a.data, b.data, atol=1e-10)
+
+
 @pytest.mark.parametrize(
     "dtype,chunk_size,kernel",
     [(np.float64, 16, "thread"), (np.float32, 16, "thread"), (np.float64, 64, "thread"), (np.float32, 4, "warp")],

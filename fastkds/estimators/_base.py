@@ -49,8 +49,9 @@ KDS_PARAMS_DOC = """
         which links more atoms in the code graph. ``"auto"``: the exact
         codes on the CPU where ``lam <= 1``; ``"apg"`` past it (most exact
         codes then hold one atom, too few links for the code graph), on
-        the GPU and with ``solver="unrolled"``, the only encoders those
-        run (``fastkds._backends.resolve_encoder``), and in the clusterers
+        the GPU (whose exact codes, one point per warp, are yet to be timed
+        there) and with ``solver="unrolled"``, the only encoder it runs
+        (``fastkds._backends.resolve_encoder``), and in the clusterers
         below 60 points an atom (``fastkds._backends.clustering_encoder``).
         At the clusterers' defaults the exact codes cluster the project's
         sets about as well as the accelerated steps, in a fraction of the

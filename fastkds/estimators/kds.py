@@ -312,7 +312,7 @@ class KDS(SparseInputMixin, SaveMixin, ClassNamePrefixFeaturesOutMixin, Transfor
                 W = trainer.W
                 step = trainer.step
             else:
-                backend = get_backend(self.device, p["encoder"])
+                backend = get_backend(self.device)
                 W, F, _ = online_step(
                     Y,
                     state["W"],
@@ -692,7 +692,7 @@ def fit_attributes(kds, Y, last_epoch=None, span=None):
         )
     n, d = Y.shape
     p["n_atoms"] = fit_n_atoms(n, p["n_atoms"], kds.init)
-    backend = get_backend(kds.device, p["encoder"])
+    backend = get_backend(kds.device)
     rng = check_random_state(kds.random_state)
     if p["solver"] == "unrolled":
         if isinstance(Y, ChunkSource):
