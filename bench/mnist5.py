@@ -7,8 +7,11 @@ with the estimator's defaults otherwise.
                            [--max-epochs 100] [--float32]
 
 ``--n-jobs`` fits each seed once per thread count given, in this run (the
-results do not depend on it; the times do); the last line then sums each
-count's fit seconds over the seeds and gives the speed-up against the first.
+results do not depend on it; the times do), ``--repeats`` times over; the
+last lines then sum each count's fit seconds over the fits and give the
+speed-up against the first, and the median (and range) of the speed-ups of
+the fits of one seed and repeat, which one fit slowed by the machine moves
+less than it moves the sums.
 """
 
 import argparse
@@ -33,6 +36,7 @@ def main():
         help="the mnist/ folder (default: mnist/ in the data folder of fastkds.datasets.find_data_dir)",
     )
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--repeats", type=int, default=1, help="fit every seed and thread count this many times")
     ap.add_argument("--max-epochs", type=int, default=100)
     ap.add_argument("--n-jobs", type=int, nargs="+", default=[None])
     ap.add_argument("--step", default="centred", choices=["centred", "paper"])
@@ -55,7 +59,9 @@ def main():
         warnings.simplefilter("ignore")
         KDSClustering(5, n_atoms=20, max_epochs=2, step=args.step, encoder=args.encoder).fit(Y[:500])  # compile
     seconds = {n_jobs: 0.0 for n_jobs in args.n_jobs}
-    for seed, n_jobs in ((seed, n_jobs) for seed in args.seeds for n_jobs in args.n_jobs):
+    fits = {}  # (repeat, seed, n_jobs): fit seconds
+    runs = ((r, seed, n_jobs) for r in range(args.repeats) for seed in args.seeds for n_jobs in args.n_jobs)
+    for r, seed, n_jobs in runs:
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -72,9 +78,11 @@ def main():
             ).fit(Y)
         sec = time.perf_counter() - t0
         seconds[n_jobs] += sec
+        fits[r, seed, n_jobs] = sec
         t = model.timings_
         print(
-            f"seed {seed}, n_jobs={n_jobs}: accuracy {clustering_accuracy(y, model.labels_):.4f}, "
+            (f"repeat {r}, " if args.repeats > 1 else "")
+            + f"seed {seed}, n_jobs={n_jobs}: accuracy {clustering_accuracy(y, model.labels_):.4f}, "
             f"fit {sec:.2f} s ({model.kds_.n_iter_} epochs; dictionary {t['dictionary']:.2f} s, "
             f"encode {t['encode']:.2f} s, embed {t['embed']:.2f} s, k-means {t['kmeans']:.2f} s)"
         )
@@ -84,7 +92,13 @@ def main():
         ratios = ", ".join(
             f"n_jobs={n_jobs} {seconds[base] / sec:.2f}x" for n_jobs, sec in seconds.items() if n_jobs != base
         )
-        print(f"fit seconds summed over the seeds: {sums}; against n_jobs={base}: {ratios}")
+        print(f"fit seconds summed over the fits: {sums}; against n_jobs={base}: {ratios}")
+        for n_jobs in args.n_jobs[1:]:
+            paired = [fits[r, seed, base] / fits[r, seed, n_jobs] for r in range(args.repeats) for seed in args.seeds]
+            print(
+                f"speed-up of n_jobs={n_jobs} against n_jobs={base}, fit by fit ({len(paired)} pairs): "
+                f"median {np.median(paired):.2f}x, range {min(paired):.2f}-{max(paired):.2f}x"
+            )
 
 
 if __name__ == "__main__":
