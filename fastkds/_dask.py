@@ -53,7 +53,7 @@ from ._config import numba_threads
 from .encoding import encode_prepared
 from ._validation import check_choice, check_n_jobs, fit_n_atoms, working_dtype
 from .solvers import SufficientStatistics
-from .spectral import normalize_rows
+from .spectral import embedding_rows
 
 
 def is_dask_array(X):
@@ -214,8 +214,10 @@ def encode_block(Y, prepared, row_start, chunk_size, threads, statistics=False):
 
 
 def embed_block(codes, projection):
-    """Row-normalised spectral embedding of one block of codes."""
-    return normalize_rows(np.asarray(codes @ projection))
+    """Row-normalised spectral embedding of one block of codes, on one
+    Numba thread (Dask runs the blocks side by side)."""
+    with numba_threads(1):
+        return embedding_rows(codes, projection)
 
 
 def _with_threads(model, threads):

@@ -1030,6 +1030,89 @@ def accumulate_statistics(indptr, indices, data, Y, n_parts, XtX, s, XtY):
 
 
 # --------------------------------------------------------------------------
+# The spectral embedding of codes (fastkds.spectral.embedding_rows)
+# --------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _squares4(U, i, j):
+    a, b, c, d = U[i, j], U[i, j + 1], U[i, j + 2], U[i, j + 3]
+    return a * a, b * b, c * c, d * d
+
+
+#: The most columns :func:`embed_codes` takes: up to this many, NumPy's
+#: pairwise sum adds a row's squares without splitting it (past it, it
+#: recurses on halves, and a recursive kernel loaded from Numba's cache
+#: crashes the process).
+PAIRWISE_BLOCK = 128
+
+
+@njit(cache=True, nogil=True)
+def _pairwise_sum_squares(U, i, n):
+    """The sum of ``U[i, :n] ** 2`` (n <= :data:`PAIRWISE_BLOCK`) in
+    NumPy's pairwise order (``pairwise_sum`` of its umath loops, which
+    ``np.linalg.norm`` of a row takes): one by one below 8 entries, else
+    eight running sums, then the rest one by one. So a row's norm here is
+    NumPy's, bit for bit."""
+    if n < 8:
+        res = 0.0
+        for j in range(n):
+            res += U[i, j] * U[i, j]
+        return res
+    if n <= PAIRWISE_BLOCK:
+        # eight scalars, not an array: this runs once per row of n
+        r0, r1, r2, r3 = _squares4(U, i, 0)
+        r4, r5, r6, r7 = _squares4(U, i, 4)
+        j = 8
+        while j < n - n % 8:
+            s0, s1, s2, s3 = _squares4(U, i, j)
+            s4, s5, s6, s7 = _squares4(U, i, j + 4)
+            r0 += s0
+            r1 += s1
+            r2 += s2
+            r3 += s3
+            r4 += s4
+            r5 += s5
+            r6 += s6
+            r7 += s7
+            j += 8
+        res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while j < n:
+            res += U[i, j] * U[i, j]
+            j += 1
+        return res
+    return np.nan  # more columns than the caller may give
+
+
+@njit(parallel=True, cache=True)
+def embed_codes(indptr, indices, data, P, out):
+    """``out`` (n x c, float64): the rows of the CSR codes ``(indptr,
+    indices, data)`` times ``P`` (m x c, float64, c at most
+    :data:`PAIRWISE_BLOCK`), each scaled to unit norm (zero rows stay
+    zero), one row per iteration.
+
+    The same numbers as ``normalize_rows(codes @ P)``: a row's products are
+    added in the order of its entries from zero, as scipy's ``csr_matvecs``
+    adds them, and its norm is NumPy's (:func:`_pairwise_sum_squares`).
+    """
+    n = indptr.shape[0] - 1
+    c = P.shape[1]
+    for i in prange(n):
+        for k in range(c):
+            out[i, k] = 0.0
+        for q in range(indptr[i], indptr[i + 1]):
+            j = indices[q]
+            a = np.float64(data[q])
+            for k in range(c):
+                out[i, k] += a * P[j, k]
+        norm = np.sqrt(_pairwise_sum_squares(out, i, c))
+        if norm == 0.0:
+            norm = 1.0
+        for k in range(c):
+            out[i, k] /= norm
+
+
+# --------------------------------------------------------------------------
 # k-means++ seeding (fastkds.seeding)
 # --------------------------------------------------------------------------
 

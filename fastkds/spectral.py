@@ -15,7 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from . import _config
+from . import _config, _kernels
 from ._validation import check_choice
 from .diskcodes import DiskCodesWriter, NpyAppender, NpyRows, code_chunks
 
@@ -401,6 +401,38 @@ def mode_sizes(eigenvectors, s):
     return 1.0 / ((v2 * v2) / np.asarray(s, dtype=np.float64)[:, None]).sum(axis=0)
 
 
+def embedding_rows(codes, projection):
+    """The row-normalised spectral embedding of ``codes``:
+    ``normalize_rows(codes @ projection)``.
+
+    CSR codes (any scipy CSR array or matrix) are embedded on the Numba
+    threads (:func:`fastkds._kernels.embed_codes`), with the same numbers
+    as scipy and NumPy give; dense codes, and embeddings of more than
+    :data:`fastkds._kernels.PAIRWISE_BLOCK` columns, by NumPy.
+
+    Parameters
+    ----------
+    codes : scipy sparse CSR or ndarray of shape (n, m)
+    projection : ndarray of shape (m, c), float64
+        :meth:`BipartiteSpectrum.projection`.
+
+    Returns
+    -------
+    ndarray of shape (n, c), float64
+    """
+    if not sp.issparse(codes) or codes.format != "csr" or projection.shape[1] > _kernels.PAIRWISE_BLOCK:
+        return normalize_rows(np.asarray(codes @ projection), copy=False)
+    out = np.empty((codes.shape[0], projection.shape[1]))
+    _kernels.embed_codes(
+        codes.indptr.astype(np.int64, copy=False),
+        codes.indices.astype(np.int32, copy=False),  # fewer signatures; m is far below 2^31
+        codes.data,
+        np.ascontiguousarray(projection, dtype=np.float64),
+        out,
+    )
+    return out
+
+
 def normalize_rows(U, *, copy=True):
     """Rows scaled to unit Euclidean norm (zero rows stay zero), as in Ng-Jordan-Weiss.
 
@@ -491,7 +523,7 @@ class EmbeddingPass:
         indptr, indices, data = triple
         n_chunk = indptr.shape[0] - 1
         codes = sp.csr_array((data, indices, indptr), shape=(n_chunk, self.projection.shape[0]))
-        rows = normalize_rows(np.asarray(codes @ self.projection), copy=False)
+        rows = embedding_rows(codes, self.projection)
         self.sink.append(rows)
         stop = self.n_rows + n_chunk
         end = self._next + int(np.searchsorted(self.sample[self._next :], stop))

@@ -100,6 +100,8 @@ ENTRY_POINTS = {
     "_kernels.accumulate_statistics": ("float32", "float64"),
     "_kernels.seeding_distances": ("float32", "float64"),
     "_kernels.seeding_rounds": ("float32", "float64"),
+    # the clusterers' embedding of the codes (fastkds.spectral.embedding_rows)
+    "_kernels.embed_codes": ("float32", "float64"),
     # with far atoms (fastkds.prepared.far_atoms)
     "_kernels.may_use_far": ("float32", "float64"),
     "_kernels.gather_block": ("float32", "float64"),

@@ -19,7 +19,7 @@ from .._validation import (
 )
 from ..diskcodes import check_out_folder
 from ..solvers import LastEpoch, SufficientStatistics
-from ..spectral import ClusteringResults, HeldCodes, cluster_codes, normalize_rows
+from ..spectral import ClusteringResults, HeldCodes, cluster_codes, embedding_rows
 from . import _saved
 from ._base import (
     KDS_PARAMS_DOC,
@@ -460,4 +460,4 @@ class KDSClustering(SparseInputMixin, SaveMixin, EmbeddingFeaturesMixin, Cluster
 
 def _embedding(spectrum, codes, n_clusters):
     """The row-normalised spectral embedding of ``codes`` (``transform``'s)."""
-    return normalize_rows(spectrum.embed(codes, n_clusters), copy=False)
+    return embedding_rows(codes, spectrum.projection(n_clusters))
