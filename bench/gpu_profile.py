@@ -56,7 +56,7 @@ def main():
     for start in range(0, n_all, args.chunk):
         C = Y[start : start + args.chunk]
         n = C.shape[0]
-        phase("host: copy into pinned buffer", lambda: _host_copies.copy_flat(buf.h_Y[:n].reshape(-1), C.reshape(-1)))
+        phase("host: copy into pinned buffer", lambda: prep.stage(C, buf))
         phase("copy data to device", lambda: buf.d_Y[:n].copy_to_device(buf.h_Y[:n], stream=s))
         phase(f"kernel: encode ({args.kernel})", lambda: prep._encode_on_device(buf, n))
         phase("kernel: prefix sum", lambda: gpu._scan_on_device(buf.d_counts, n, buf.d_indptr, buf.d_tiles, s))

@@ -2,7 +2,8 @@
 host arrays, where one thread would not keep up with the GPU.
 
 :func:`copy_flat` stages each chunk of data into pinned memory (the copy to
-the device is then asynchronous); :func:`place_csr_chunk` writes a chunk's
+the device is then asynchronous), :func:`copy_shifted` the same less the
+centred step's shift; :func:`place_csr_chunk` writes a chunk's
 CSR arrays, back from the device, into the final arrays. Compiled code, so it
 sits below :mod:`fastkds.gpu` with the other kernels and imports only Numba.
 """
@@ -25,6 +26,21 @@ def copy_flat(dst, src):
         hi = min(lo + COPY_BLOCK, n)
         for e in range(lo, hi):
             dst[e] = src[e]
+
+
+@njit(parallel=True, cache=True)
+def copy_shifted(dst, src, shift):
+    """``dst[:] = src - shift`` for (n, d) arrays and a (d,) ``shift``, in
+    parallel (pinned staging of Y for the centred step: one pass where a
+    copy and NumPy's subtraction on one thread made two)."""
+    n, d = src.shape
+    rows = max(1, COPY_BLOCK // max(d, 1))
+    for blk in prange((n + rows - 1) // rows):
+        lo = blk * rows
+        hi = min(lo + rows, n)
+        for i in range(lo, hi):
+            for k in range(d):
+                dst[i, k] = src[i, k] - shift[k]
 
 
 @njit(parallel=True, cache=True)

@@ -52,7 +52,7 @@ from ._cuda_kernels import (
     warp_active_set_kernel,
     warp_encode_kernel,
 )
-from ._host_copies import copy_flat, place_csr_chunk
+from ._host_copies import copy_flat, copy_shifted, place_csr_chunk
 from ._validation import check_choice, read_only
 from .prepared import ENCODERS, PreparedDictionary, csr_from_dense
 from .sources import iter_chunks
@@ -677,15 +677,23 @@ class CudaPreparedDictionary:
             n, buf.d_X, buf.d_obj, buf.d_counts, *scratch, *iscratch,
         )  # fmt: skip
 
+    def stage(self, Y, buf):
+        """Copy the chunk ``Y`` into the pinned rows ``buf.h_Y`` (the copy to
+        the device is then asynchronous), less the shift of the centred
+        step, so the points are centred as the atoms are."""
+        n = Y.shape[0]
+        if self.shift is None:
+            copy_flat(buf.h_Y[:n].reshape(-1), read_only(Y.reshape(-1)))
+        else:
+            copy_shifted(buf.h_Y[:n], read_only(Y), self.shift)
+
     def _submit(self, Y, buf, csr=True, objective=False):
         """Queue on ``buf.stream``: ``Y`` in, encoder, and (with ``csr``) the
         prefix sum, the CSR fill and ``indptr`` back; the objectives back
         when asked. Returns once the host copy into pinned memory is done."""
         n = Y.shape[0]
         s = buf.stream
-        copy_flat(buf.h_Y[:n].reshape(-1), read_only(Y.reshape(-1)))  # pinned: the copy below is asynchronous
-        if self.shift is not None:  # the centred step: points centred as the atoms are
-            buf.h_Y[:n] -= self.shift
+        self.stage(Y, buf)
         buf.d_Y[:n].copy_to_device(buf.h_Y[:n], stream=s)
         self._encode_on_device(buf, n)
         if csr:
