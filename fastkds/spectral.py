@@ -405,8 +405,9 @@ def embedding_rows(codes, projection):
     """The row-normalised spectral embedding of ``codes``:
     ``normalize_rows(codes @ projection)``.
 
-    CSR codes (any scipy CSR array or matrix) are embedded on the Numba
-    threads (:func:`fastkds._kernels.embed_codes`), with the same numbers
+    CSR codes (any scipy CSR array or matrix) are embedded on the
+    caller's Numba threads (:func:`fastkds._kernels.embed_codes`; see
+    :func:`fastkds._config.numba_threads`), with the same numbers
     as scipy and NumPy give; dense codes, and embeddings of more than
     :data:`fastkds._kernels.PAIRWISE_BLOCK` columns, by NumPy.
 
@@ -655,11 +656,14 @@ class ClusteringResults:
     n_atoms : int
     dtype : numpy dtype
         The codes'.
+    n_jobs : int or None
+        Numba threads of the embedding (None: all).
     """
 
-    def __init__(self, out, n, n_atoms, dtype):
+    def __init__(self, out, n, n_atoms, dtype, n_jobs=None):
         self.out = out
         self.n = n
+        self.n_jobs = n_jobs
         self._files = []
         if out is not None:
             self.codes = DiskCodesWriter(os.path.join(out, "codes"), n_atoms, dtype)
@@ -672,8 +676,9 @@ class ClusteringResults:
         """Write the embedding of the held codes; return its rows ``sample``
         (sorted indices), the rows k-means is fitted on."""
         embed = EmbeddingPass(projection, self._embedding_sink(projection.shape[1]), sample)
-        for triple in self._code_chunks():
-            embed.append(triple)
+        with _config.numba_threads(self.n_jobs):
+            for triple in self._code_chunks():
+                embed.append(triple)
         return embed.sample_rows
 
     def label(self, kmeans):

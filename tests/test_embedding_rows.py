@@ -80,3 +80,23 @@ def test_columns_past_the_pairwise_block_take_the_numpy_path(monkeypatch):
         P = rng.normal(size=(10, c))
         np.testing.assert_array_equal(embedding_rows(codes, P), oracle(codes, P))
     assert seen == [_kernels.PAIRWISE_BLOCK]
+
+
+def test_the_clusterer_embeds_on_its_n_jobs_threads(monkeypatch):
+    """fit and transform embed on n_jobs Numba threads, as every other kernel runs."""
+    import numba
+
+    from fastkds import KDSClustering, make_moons
+
+    seen = []
+    kernel = _kernels.embed_codes
+
+    def spy(*args):
+        seen.append(numba.get_num_threads())
+        return kernel(*args)
+
+    monkeypatch.setattr(_kernels, "embed_codes", spy)
+    Y, _ = make_moons(2000, random_state=0)
+    model = KDSClustering(2, n_jobs=1, random_state=0).fit(Y)
+    model.transform(Y[:100])
+    assert seen and set(seen) == {1}

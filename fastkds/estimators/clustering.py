@@ -9,6 +9,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from .. import _dask, persistence
+from .._config import numba_threads
 from .._backends import clustering_encoder
 from .._validation import (
     auto_n_atoms,
@@ -332,7 +333,7 @@ class KDSClustering(SparseInputMixin, SaveMixin, EmbeddingFeaturesMixin, Cluster
         if dask:
             results = _dask.ClusteringResults(Y, fitted_encoder(kds), n_jobs)
         else:
-            results = ClusteringResults(out, Y.shape[0], kds.components_.shape[0], Y.dtype)
+            results = ClusteringResults(out, Y.shape[0], kds.components_.shape[0], Y.dtype, n_jobs)
         try:
             if last_epoch.codes is not None:  # every point encoded with components_ already: no pass
                 results.codes, stats = last_epoch.codes, last_epoch.stats
@@ -353,7 +354,7 @@ class KDSClustering(SparseInputMixin, SaveMixin, EmbeddingFeaturesMixin, Cluster
                 t0 = time.perf_counter()
 
                 def embed(rows):
-                    return _embedding(spectrum, fitted_encoder(kds).encode(rows), n_clusters)
+                    return _embedding(spectrum, fitted_encoder(kds).encode(rows), n_clusters, n_jobs)
 
                 label_vote = fit_vote(
                     results,
@@ -398,7 +399,7 @@ class KDSClustering(SparseInputMixin, SaveMixin, EmbeddingFeaturesMixin, Cluster
         if _dask.is_dask_array(X):
             return _dask.transform_clustering(self, X)
         Y = check_input(self, X, reset=False)
-        return _embedding(self.spectrum_, fitted_encoder(self.kds_).encode(Y), self.n_clusters_)
+        return _embedding(self.spectrum_, fitted_encoder(self.kds_).encode(Y), self.n_clusters_, self.n_jobs)
 
     def predict(self, X):
         """Cluster labels of new points: the neighbours' vote among ``vote_``'s
@@ -458,6 +459,8 @@ class KDSClustering(SparseInputMixin, SaveMixin, EmbeddingFeaturesMixin, Cluster
         return model
 
 
-def _embedding(spectrum, codes, n_clusters):
-    """The row-normalised spectral embedding of ``codes`` (``transform``'s)."""
-    return embedding_rows(codes, spectrum.projection(n_clusters))
+def _embedding(spectrum, codes, n_clusters, n_jobs=None):
+    """The row-normalised spectral embedding of ``codes`` (``transform``'s),
+    on ``n_jobs`` Numba threads (None: all)."""
+    with numba_threads(check_n_jobs(n_jobs)):
+        return embedding_rows(codes, spectrum.projection(n_clusters))
