@@ -232,6 +232,22 @@ else:
 _WARP_KERNELS = {}
 
 
+@cuda.jit(device=True, inline=True)
+def _warp_products(Y, i, Wt, lane, b, zero):
+    """``b = W y`` for row i of ``Y``, lane ``lane`` for its atoms ``32 r +
+    lane`` (``b``'s slots r), from ``Wt`` (d x 32R); returns ``||y||^2``.
+    Inlined where numba compiles the kernel, so ``b`` stays in registers."""
+    yy = zero
+    for r in range(b.shape[0]):
+        b[r] = zero
+    for k in range(Y.shape[1]):
+        yk = Y[i, k]
+        yy += yk * yk
+        for r in range(b.shape[0]):
+            b[r] += yk * Wt[k, 32 * r + lane]
+    return yy
+
+
 def warp_encode_kernel(R, dtype):
     """The warp encoder for ``R = ceil(m / 32)`` atoms per lane in ``dtype``
     (made once per process; numba caches the compiled code on disk)."""
@@ -262,7 +278,6 @@ def _make_warp_encode_kernel(R, nbtype):
         zero = ks[0]
         one = ks[1]
         half = one / (one + one)
-        d = Y.shape[1]
         lane = cuda.threadIdx.x % 32
         warp = cuda.grid(1) // 32
         n_warps = cuda.gridsize(1) // 32
@@ -274,16 +289,10 @@ def _make_warp_encode_kernel(R, nbtype):
             if only.shape[0] > 0 and only[i] == 0:
                 continue
             # b = W y and ||y||^2, each lane for its atoms
-            yy = zero
+            yy = _warp_products(Y, i, Wt, lane, b, zero)
             for r in range(R):
-                b[r] = zero
                 z[r] = zero
                 x[r] = zero
-            for k in range(d):
-                yk = Y[i, k]
-                yy += yk * yk
-                for r in range(R):
-                    b[r] += yk * Wt[k, 32 * r + lane]
             nx = 0
             for t in range(beta.shape[0]):
                 # v = z - alpha * (z G + c), c = lam * dist - b, over supp(z)
@@ -524,7 +533,6 @@ def _make_warp_active_set_kernel(R, nbtype):
         dropped by a ballot, the entries after it moved down by shuffles.
         """
         zero = ks[0]
-        d = Y.shape[1]
         lane = cuda.threadIdx.x % 32
         warp = cuda.grid(1) // 32
         n_warps = cuda.gridsize(1) // 32
@@ -535,15 +543,7 @@ def _make_warp_active_set_kernel(R, nbtype):
         col = cuda.local.array(P_MAX, numba.float64)
         tol = RTOL_EPS * eps * (1.0 + lam + lam)
         for i in range(warp, n, n_warps):
-            yy = zero
-            for r in range(R):
-                b[r] = zero
-            for k in range(d):
-                yk = Y[i, k]
-                yy += yk * yk
-                for r in range(R):
-                    b[r] += yk * Wt[k, 32 * r + lane]
-            yy64 = numba.float64(yy)
+            yy64 = numba.float64(_warp_products(Y, i, Wt, lane, b, zero))
             # c = b - lam dist, the nearest atom, the largest squared norm
             best = math.inf
             j0 = -1
