@@ -58,7 +58,6 @@ def main():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         KDSClustering(5, n_atoms=20, max_epochs=2, step=args.step, encoder=args.encoder).fit(Y[:500])  # compile
-    seconds = {n_jobs: 0.0 for n_jobs in args.n_jobs}
     fits = {}  # (repeat, seed, n_jobs): fit seconds
     runs = ((r, seed, n_jobs) for r in range(args.repeats) for seed in args.seeds for n_jobs in args.n_jobs)
     for r, seed, n_jobs in runs:
@@ -77,7 +76,6 @@ def main():
                 encoder=args.encoder,
             ).fit(Y)
         sec = time.perf_counter() - t0
-        seconds[n_jobs] += sec
         fits[r, seed, n_jobs] = sec
         t = model.timings_
         print(
@@ -86,6 +84,8 @@ def main():
             f"fit {sec:.2f} s ({model.kds_.n_iter_} epochs; dictionary {t['dictionary']:.2f} s, "
             f"encode {t['encode']:.2f} s, embed {t['embed']:.2f} s, k-means {t['kmeans']:.2f} s)"
         )
+    # each thread count's fit seconds, summed over the seeds and repeats
+    seconds = {n_jobs: sum(sec for key, sec in fits.items() if key[2] == n_jobs) for n_jobs in args.n_jobs}
     if len(seconds) > 1:  # the speed-up from threads, on the fits of this run
         base = args.n_jobs[0]
         sums = ", ".join(f"n_jobs={n_jobs} {sec:.2f} s" for n_jobs, sec in seconds.items())

@@ -40,6 +40,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._kernels import BLOCK, dealt_block, encode_point_to_slots, point_scratch, thread_blocks
+from ._shared_kernels import sq_distance
 
 #: Active-set steps per point before the point is handed to the accelerated
 #: encoder: each step adds or drops one atom, and an optimal support has a
@@ -123,9 +124,7 @@ def _active_set_point(b, yy, G, ww, lam, eps, c, g, inP, P, x, z, L, rhs):
     for j in range(m):
         bj = np.float64(b[j])
         wj = np.float64(ww[j])
-        dj = yy64 - (bj + bj) + wj
-        if dj < 0.0:  # rounding in the expanded form
-            dj = 0.0
+        dj = sq_distance(yy64, bj, wj, 0.0)
         c[j] = bj - lam * dj
         if dj < best:
             best = dj
@@ -272,9 +271,7 @@ def encode_codes_active_set(
                 for q in range(p):
                     k = P[q]
                     bk = np.float64(B[i, k])
-                    dk = np.float64(yy[i]) - (bk + bk) + np.float64(ww[k])
-                    if dk < 0.0:
-                        dk = 0.0
+                    dk = sq_distance(np.float64(yy[i]), bk, np.float64(ww[k]), 0.0)
                     acc = 0.0
                     for r in range(p):
                         acc += x[r] * np.float64(G[k, P[r]])

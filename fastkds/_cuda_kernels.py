@@ -148,9 +148,6 @@ if numba.config.ENABLE_CUDASIM:
     def _warp_count(bits, r):
         return sum(((b >> r) & 1) for b in _sim_exchange(bits)[1])
 
-    def _warp_min(value):
-        return min(_sim_exchange(value)[1])
-
     def _warp_argmin(value, index):
         best, at = np.inf, -1
         for v, j in _sim_exchange((value, index))[1]:
@@ -199,16 +196,6 @@ else:
         return cuda.popc(_ballot(((bits >> r) & 1) != 0))
 
     @cuda.jit(device=True)
-    def _warp_min(value):
-        off = 16
-        while off > 0:
-            other = _shfl_xor(value, off)
-            if other < value:
-                value = other
-            off //= 2
-        return value
-
-    @cuda.jit(device=True)
     def _warp_argmin(value, index):
         """The smallest ``value`` of the lanes whose ``index`` is not
         negative, and its index (ties to the smaller index; ``(inf, -1)``
@@ -223,6 +210,13 @@ else:
                 index = j
             off //= 2
         return value, index
+
+
+@cuda.jit(device=True)
+def _warp_min(value):
+    """The smallest ``value`` over the warp: the largest of the negated
+    (negation is exact), the same bits on every lane."""
+    return -_warp_max(-value)
 
 
 # --------------------------------------------------------------------------
@@ -554,9 +548,7 @@ def _make_warp_active_set_kernel(R, nbtype):
                 if j < m:
                     bj = numba.float64(b[r])
                     wj = numba.float64(ww[j])
-                    dj = yy64 - (bj + bj) + wj
-                    if dj < 0.0:  # rounding in the expanded form
-                        dj = 0.0
+                    dj = _sq_distance(yy64, bj, wj, 0.0)
                     c[r] = bj - lam * dj
                     if dj < best:
                         best = dj
@@ -678,9 +670,7 @@ def _make_warp_active_set_kernel(R, nbtype):
                     x_new = _shfl(xq, fetch)
                     c_new = _shfl(c_atom, fetch)
                     b_new = _shfl(b_atom, fetch)
-                    p = 0
-                    for q in range(32):
-                        p += (kept >> q) & 1
+                    p = _warp_count(1 if keep else 0, 0)
                     if lane < p:
                         atom = atom_new
                         x = x_new / total  # back onto the simplex after rounding
@@ -712,9 +702,7 @@ def _make_warp_active_set_kernel(R, nbtype):
             rec = 0.0
             loc = 0.0
             if inside:
-                dk = yy64 - (b_atom + b_atom) + numba.float64(ww[atom])
-                if dk < 0.0:
-                    dk = 0.0
+                dk = _sq_distance(yy64, b_atom, numba.float64(ww[atom]), 0.0)
                 rec = x * (acc - (b_atom + b_atom))
                 loc = x * dk
             rec = yy64 + _warp_sum(rec)
@@ -751,6 +739,7 @@ def _device(helper):
 _vmax = _device(_shared_kernels.max_entry)
 _support_floor = _device(_shared_kernels.support_floor)
 _simplex_support_michelot = _device(_shared_kernels.simplex_support_michelot)
+_sq_distance = _device(_shared_kernels.sq_distance)
 _sq_distances = _device(_shared_kernels.sq_distances)
 _gram_step = _device(_shared_kernels.gram_step)
 _advance_iterate = _device(_shared_kernels.advance_iterate)

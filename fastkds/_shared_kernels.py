@@ -107,15 +107,21 @@ def simplex_support_michelot(v, vmax, floor, ks, cand):
 
 
 @njit(cache=True, nogil=True)
+def sq_distance(yy, b, ww, zero):
+    """``||y - w||^2 = yy - 2 b + ww`` from ``b = y.w`` and the squared
+    norms, held at ``zero`` (0 of their dtype) where the expanded form
+    rounds below it."""
+    d = yy - (b + b) + ww
+    if d < zero:  # rounding in the expanded form
+        d = zero
+    return d
+
+
+@njit(cache=True, nogil=True)
 def sq_distances(b, yy, ww, ks, dist):
-    """``dist_j = ||y - w_j||^2 = yy - 2 b_j + ww_j`` for the atoms j of ``b``
-    (``b = W y``), held at 0 where the expanded form rounds below it."""
-    zero = ks[0]
+    """:func:`sq_distance` of ``y`` from each atom j of ``b = W y``."""
     for j in range(b.shape[0]):
-        dj = yy - (b[j] + b[j]) + ww[j]
-        if dj < zero:  # rounding in the expanded form
-            dj = zero
-        dist[j] = dj
+        dist[j] = sq_distance(yy, b[j], ww[j], ks[0])
 
 
 @njit(cache=True, nogil=True)
