@@ -335,6 +335,41 @@ def _pairs_by_cell(probes, points, m):
 
 
 @njit(cache=True, nogil=True)
+def _cell_tasks(cell_start, first):
+    """The tasks of :func:`search_screened`'s products: ``task_cell[k]``
+    and ``task_start[k]``, a cell and the first of the (at most
+    :data:`PAIR_ROWS`) pairs of it that task k takes, from
+    :func:`_pairs_by_cell`'s ``first``; cells without pairs or references
+    get none."""
+    m = cell_start.shape[0] - 1
+    n_tasks = 0
+    for a in range(m):
+        if cell_start[a + 1] > cell_start[a]:
+            n_tasks += (first[a + 1] - first[a] + PAIR_ROWS - 1) // PAIR_ROWS
+    task_cell = np.empty(n_tasks, dtype=np.int64)
+    task_start = np.empty(n_tasks, dtype=np.int64)
+    k = 0
+    for a in range(m):
+        if cell_start[a + 1] > cell_start[a]:
+            for v0 in range(first[a], first[a + 1], PAIR_ROWS):
+                task_cell[k] = a
+                task_start[k] = v0
+                k += 1
+    return task_cell, task_start
+
+
+@njit(cache=True, nogil=True)
+def _row_sq_norm64(A, i):
+    """The squared norm of row i of ``A``, summed in float64 in order (as
+    :func:`_gather64` sums it)."""
+    s = 0.0
+    for t in range(A.shape[1]):
+        v = np.float64(A[i, t])
+        s += v * v
+    return s
+
+
+@njit(cache=True, nogil=True)
 def _gather64(A, rows, out, norms):
     """``out[u] = A[rows[u]]`` in float64, and ``norms[u]`` its squared norm
     (none where ``norms`` is empty)."""
@@ -366,8 +401,9 @@ def _keep_smallest(values, v):
 def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, best_idx):
     """:func:`search_direct` for long rows, screened by BLAS products.
 
-    For each cell, one product gives the squared distances of all the
-    points that probe it to its references, as ``||y||^2 + ||r||^2 - 2
+    For each cell, products (one a part of up to :data:`PAIR_ROWS` of the
+    points that probe it, each a task of the threads) give the squared
+    distances of those points to its references, as ``||y||^2 + ||r||^2 - 2
     y.r``. That form loses digits to cancellation, but by at most ``e =
     (4 d + 16) u (||y||^2 + ||r||^2)`` against the direct sum
     :func:`_sq_distance` (u the float64 unit roundoff: the error bounds of
@@ -384,8 +420,10 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
     n_probe = probes.shape[1]
     q = best_dist.shape[1]
     scale = (4 * d + 16) * _UNIT_ROUNDOFF
-    # squared norms of the references, filled cell by cell as they are gathered
+    # squared norms of the references
     cc = np.empty(cell_refs.shape[0])
+    for s in prange(cell_refs.shape[0]):
+        cc[s] = _row_sq_norm64(R, cell_refs[s])
     # slot[t, p]: where the t-th searching point's distances to its p-th
     # probed cell start, in the formed distances of its block
     n = searching.shape[0]
@@ -405,29 +443,30 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
         first, pair_t, pair_p = _pairs_by_cell(probes, searching[lo:hi], m)  # pair_t from lo
         pp = np.empty(hi - lo)
         for t in prange(lo, hi):
-            pp[t - lo] = 0.0
-            for c in range(d):
-                v = np.float64(Y[searching[t], c])
-                pp[t - lo] += v * v
-        for a in prange(m):
-            size = cell_start[a + 1] - cell_start[a]
-            if first[a + 1] == first[a] or size == 0:
-                continue
+            pp[t - lo] = _row_sq_norm64(Y, searching[t])
+        # one task a cell's product with up to PAIR_ROWS of its points, not
+        # one a cell: cells are few and uneven (an exact search has ten),
+        # and prange gives each thread an equal run of tasks
+        task_cell, task_start = _cell_tasks(cell_start, first)
+        for k in prange(task_cell.shape[0]):
+            a = task_cell[k]
+            v0 = task_start[k]
+            v1 = min(v0 + PAIR_ROWS, first[a + 1])
+            s0 = cell_start[a]
+            size = cell_start[a + 1] - s0
             C = np.empty((size, d))
-            _gather64(R, cell_refs[cell_start[a] : cell_start[a + 1]], C, cc[cell_start[a] : cell_start[a + 1]])
-            P = np.empty((min(first[a + 1] - first[a], PAIR_ROWS), d))
-            for v0 in range(first[a], first[a + 1], PAIR_ROWS):
-                v1 = min(v0 + PAIR_ROWS, first[a + 1])
-                rows = np.empty(v1 - v0, dtype=np.int64)  # not lo + pair_t[v0:v1]: an array expression
-                for v in range(v0, v1):
-                    rows[v - v0] = searching[lo + pair_t[v]]
-                _gather64(Y, rows, P[: v1 - v0], pp[:0])  # their norms are pp
-                D = np.dot(P[: v1 - v0], C.T)
-                for v in range(v0, v1):
-                    t = pair_t[v]
-                    base = slot[lo + t, pair_p[v]]
-                    for c in range(size):
-                        formed[base + c] = (pp[t] + cc[cell_start[a] + c]) - 2.0 * D[v - v0, c]
+            _gather64(R, cell_refs[s0 : s0 + size], C, cc[:0])
+            P = np.empty((v1 - v0, d))
+            rows = np.empty(v1 - v0, dtype=np.int64)  # not lo + pair_t[v0:v1]: an array expression
+            for v in range(v0, v1):
+                rows[v - v0] = searching[lo + pair_t[v]]
+            _gather64(Y, rows, P, pp[:0])  # their norms are pp
+            D = np.dot(P, C.T)
+            for v in range(v0, v1):
+                t = pair_t[v]
+                base = slot[lo + t, pair_p[v]]
+                for c in range(size):
+                    formed[base + c] = (pp[t] + cc[s0 + c]) - 2.0 * D[v - v0, c]
         for t in prange(lo, hi):
             i = searching[t]
             upper = np.empty(q)

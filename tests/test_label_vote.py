@@ -108,6 +108,29 @@ def test_screened_search_finds_what_the_direct_sums_find(dtype):
     assert np.all(found[0][1][1::2] == -1)  # points not searching are left alone
 
 
+def test_screened_search_splits_a_cell_over_tasks_with_the_same_neighbours():
+    # cells probed by more than PAIR_ROWS points take several products
+    # (tasks) each; the neighbours are those of the direct sums
+    from fastkds.label_vote import _probe
+
+    rng = np.random.default_rng(8)
+    Y = np.vstack([_many_features(rng, np.float64, 0.0) for _ in range(4)])
+    W = Y[rng.choice(Y.shape[0], 6, replace=False)]
+    vote = LabelVote(W, Y, np.zeros(Y.shape[0], dtype=int), 9, 2, n_probe=5)
+    probes = _probe(Y, vote.atoms, 5, None)
+    searching = np.arange(Y.shape[0])
+    assert np.bincount(probes.ravel()).max() > 2 * _vote_kernels.PAIR_ROWS
+    found = []
+    for search in (_vote_kernels.search_screened, _vote_kernels.search_shared_reads):
+        dist = np.full((Y.shape[0], 9), np.inf)
+        idx = np.full((Y.shape[0], 9), -1, dtype=np.int64)
+        inputs = [read_only(a) for a in (Y, Y, vote.cell_start, vote.cell_refs)]
+        search(*inputs, probes, searching, dist, idx)
+        found.append((dist, idx))
+    np.testing.assert_array_equal(found[0][1], found[1][1])
+    np.testing.assert_array_equal(found[0][0], found[1][0])
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_many_features_probes_are_the_nearest_atoms(dtype):
     from fastkds.label_vote import _probe
