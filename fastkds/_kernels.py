@@ -1029,6 +1029,88 @@ def accumulate_statistics(indptr, indices, data, Y, n_parts, XtX, s, XtY):
                 XtY[j, k] += pXtY[p, j, k]
 
 
+#: One part's partial sums (``m x (m + d)`` float64) past this many bytes
+#: are not kept: :func:`accumulate_statistics_by_atom` forms the same sums
+#: atom by atom in a few kilobytes of scratch. Each thread writes its parts'
+#: partials and reads them back; past a share of a core's cache that is
+#: two passes over memory (MNIST-5's 500 atoms: 41 MB a chunk), and the
+#: threads wait on memory, not arithmetic.
+STATISTICS_PART_BYTES = 1 << 18
+
+
+@njit(cache=True, nogil=True)
+def _entries_by_atom(indptr, indices, n, m):
+    """The entries of CSR rows ``0..n-1`` atom by atom, rows ascending (a
+    counting sort): atom j's are ``col_start[j]:col_start[j + 1]`` of
+    ``col_row`` (their rows) and ``col_entry`` (their places in ``indices``)."""
+    col_start = np.zeros(m + 1, dtype=np.int64)
+    for q in range(indptr[0], indptr[n]):
+        col_start[indices[q] + 1] += 1
+    for j in range(m):
+        col_start[j + 1] += col_start[j]
+    col_row = np.empty(col_start[m], dtype=np.int64)
+    col_entry = np.empty(col_start[m], dtype=np.int64)
+    fill = col_start[:m].copy()
+    for i in range(n):
+        for q in range(indptr[i], indptr[i + 1]):
+            j = indices[q]
+            col_row[fill[j]] = i
+            col_entry[fill[j]] = q
+            fill[j] += 1
+    return col_start, col_row, col_entry
+
+
+@njit(parallel=True, cache=True)
+def accumulate_statistics_by_atom(indptr, indices, data, Y, n_parts, XtX, s, XtY, n_threads):
+    """:func:`accumulate_statistics` atom by atom, without partial buffers:
+    the same sums in the same order, so the same numbers, bit for bit.
+
+    Atom j's row of each sum is formed on one thread: for each of the
+    ``n_parts`` row ranges in turn, the range's contributions are summed
+    (rows ascending) into scratch, which is then added to the accumulators,
+    as :func:`accumulate_statistics` adds its partials. A range without
+    atom j adds nothing there (its partial row is zeros: adding +0.0 to a
+    sum that is never -0.0 leaves it as it is), so it is skipped here. The
+    atoms are dealt to the ``n_threads`` threads in turn
+    (:func:`dealt_block`), as their use is uneven and often sorted.
+    """
+    n, d = Y.shape
+    m = s.shape[0]
+    col_start, col_row, col_entry = _entries_by_atom(indptr, indices, n, m)
+    step = (n + n_parts - 1) // n_parts
+    n_slots = dealt_slots(m, n_threads)
+    for slot in prange(n_slots):
+        j = dealt_block(slot, n_slots, n_threads)
+        if j >= m:
+            continue
+        row_xx = np.empty(m)
+        row_xy = np.empty(d)
+        u = col_start[j]
+        for p in range(n_parts):
+            hi = min((p + 1) * step, n)
+            if u == col_start[j + 1] or col_row[u] >= hi:
+                continue
+            sj = 0.0
+            for k in range(m):
+                row_xx[k] = 0.0
+            for k in range(d):
+                row_xy[k] = 0.0
+            while u < col_start[j + 1] and col_row[u] < hi:
+                i = col_row[u]
+                xj = np.float64(data[col_entry[u]])
+                sj += xj
+                for r in range(indptr[i], indptr[i + 1]):
+                    row_xx[indices[r]] += xj * data[r]
+                for k in range(d):
+                    row_xy[k] += xj * Y[i, k]
+                u += 1
+            s[j] += sj
+            for k in range(m):
+                XtX[j, k] += row_xx[k]
+            for k in range(d):
+                XtY[j, k] += row_xy[k]
+
+
 # --------------------------------------------------------------------------
 # The spectral embedding of codes (fastkds.spectral.embedding_rows)
 # --------------------------------------------------------------------------

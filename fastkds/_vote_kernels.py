@@ -428,6 +428,10 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
     # probed cell start, in the formed distances of its block
     n = searching.shape[0]
     slot = np.empty((n, n_probe + 1), dtype=np.int64)
+    # one buffer for every block (the first is the longest, or as long):
+    # fresh pages for each would cost a fault per 4 KiB, which the
+    # threads take one after another
+    formed = np.empty(0)
     lo = 0
     while lo < n:
         hi = lo
@@ -439,7 +443,8 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
                 total += cell_start[a + 1] - cell_start[a]
                 slot[hi, p + 1] = total
             hi += 1
-        formed = np.empty(total)
+        if formed.shape[0] < total:
+            formed = np.empty(total)
         first, pair_t, pair_p = _pairs_by_cell(probes, searching[lo:hi], m)  # pair_t from lo
         pp = np.empty(hi - lo)
         for t in prange(lo, hi):

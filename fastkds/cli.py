@@ -153,9 +153,9 @@ def _reporting(report):
         yield
 
 
-def _kernels_need_compiling(dtype, n_features, encoder):
+def _kernels_need_compiling(dtype, n_features, encoder, n_atoms):
     """Whether a CPU fit on such data with ``encoder`` ("apg" or
-    "active-set") will compile its main kernels first.
+    "active-set") and ``n_atoms`` atoms will compile its main kernels first.
 
     True when the encoder or the statistics kernel for ``dtype`` is neither
     loaded in this process nor in Numba's on-disk cache for this machine and
@@ -164,6 +164,7 @@ def _kernels_need_compiling(dtype, n_features, encoder):
     """
     try:
         from . import _active_set, _kernels
+        from .solvers import statistics_by_atom
 
         if encoder == "active-set":
             encode = _active_set.encode_codes_active_set
@@ -171,8 +172,12 @@ def _kernels_need_compiling(dtype, n_features, encoder):
             encode = _kernels.encode_codes_lockstep
         else:
             encode = _kernels.encode_codes_points
+        if statistics_by_atom(n_atoms, n_features):
+            statistics = _kernels.accumulate_statistics_by_atom
+        else:
+            statistics = _kernels.accumulate_statistics
         name = np.dtype(dtype).name
-        for kernel in (encode, _kernels.accumulate_statistics):
+        for kernel in (encode, statistics):
             if any(name in str(sig) for sig in kernel.signatures):
                 continue  # compiled or loaded in this process already
             # Numba's own test (numba.core.caching.Cache.load_overload): an
@@ -198,10 +203,11 @@ def _fit_encoder(model, n_samples):
         return None
 
 
-def _announce_compilation(report, dtype, n_features, device, encoder):
+def _announce_compilation(report, dtype, n_features, device, encoder, n_atoms):
     """Say so before the first kernel call of a fit on ``device`` running
-    ``encoder`` (:func:`_fit_encoder`) when it will compile (cold cache)."""
-    if device == "cpu" and encoder is not None and _kernels_need_compiling(dtype, n_features, encoder):
+    ``encoder`` (:func:`_fit_encoder`) with ``n_atoms`` atoms when it will
+    compile (cold cache)."""
+    if device == "cpu" and encoder is not None and _kernels_need_compiling(dtype, n_features, encoder, n_atoms):
         report.stage(_COMPILE_NOTICE)
 
 
@@ -265,7 +271,7 @@ def _demo(args):
     # work: two epochs of the same model reach every kernel the fit calls
     # (the seeding, the encoder, the statistics), and the sampler the
     # warm-start subsamples are drawn with
-    _announce_compilation(report, Y.dtype, Y.shape[1], args.device, model.encoder)
+    _announce_compilation(report, Y.dtype, Y.shape[1], args.device, model.encoder, args.atoms)
     t0 = time.perf_counter()
     few = Y[: max(64, 2 * args.atoms)]
     with warnings.catch_warnings():
@@ -525,7 +531,7 @@ def _cluster(args):
     )
     dtype = np.float32 if Y.dtype == np.float32 else np.float64  # the dtype the fit computes in
     encoder = _fit_encoder(model, Y.shape[0])
-    _announce_compilation(report, dtype, Y.shape[1], args.device, encoder)
+    _announce_compilation(report, dtype, Y.shape[1], args.device, encoder, args.atoms)
     codes = "exact codes" if encoder == "active-set" else f"T={args.n_iter}"
     report.stage(f"fitting: k={args.k}, {args.atoms} atoms, {codes}, lam={args.lam}, up to {args.epochs} epochs")
     report.detail(f"{np.dtype(dtype).name}, device {args.device}, {_threads(args.n_jobs)} threads")

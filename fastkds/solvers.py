@@ -14,6 +14,16 @@ from . import _config, _kernels
 from ._validation import read_only
 
 
+def statistics_by_atom(n_atoms, n_features):
+    """Whether a chunk's sufficient statistics are formed atom by atom
+    (:func:`fastkds._kernels.accumulate_statistics_by_atom`) rather than in
+    partial buffers (:func:`fastkds._kernels.accumulate_statistics`): where
+    one part's partials would pass
+    :data:`fastkds._kernels.STATISTICS_PART_BYTES`. Both give the same
+    numbers."""
+    return 8 * n_atoms * (n_atoms + n_features) > _kernels.STATISTICS_PART_BYTES
+
+
 class SufficientStatistics:
     """Running sums over chunks of ``X^T X``, ``X^T 1``, ``X^T Y`` and the objective.
 
@@ -63,7 +73,11 @@ class SufficientStatistics:
         m, d = self.XtY.shape
         n = Y.shape[0]
         n_parts = int(max(1, min(8, -(-n // _kernels.BLOCK), _config.STATISTICS_PARTS_BUDGET // (8 * m * (m + d)))))
-        _kernels.accumulate_statistics(indptr, indices, data, read_only(Y), n_parts, self.XtX, self.s, self.XtY)
+        args = (indptr, indices, data, read_only(Y), n_parts, self.XtX, self.s, self.XtY)
+        if statistics_by_atom(m, d):  # the same sums either way
+            _kernels.accumulate_statistics_by_atom(*args, numba.get_num_threads())
+        else:
+            _kernels.accumulate_statistics(*args)
         self.add_objectives(Y, objective)
 
     def add_objectives(self, Y, objective):

@@ -12,6 +12,11 @@ import warnings
 import numpy as np
 
 
+#: Atoms of warmup's statistics of many atoms (past the partial buffers'
+#: size, :func:`fastkds.solvers.statistics_by_atom`).
+_BY_ATOM_ATOMS = 192
+
+
 def warmup(dtypes=(np.float64, np.float32)):
     """Compile or load the encoders, CSR, statistics, projection and vote kernels.
 
@@ -37,6 +42,7 @@ def warmup(dtypes=(np.float64, np.float32)):
     from .prepared import PreparedDictionary, csr_from_dense
     from .estimators import KDS, KDSClustering
     from .label_vote import LabelVote
+    from .solvers import SufficientStatistics
     from .sources import random_rows
 
     # Each call below reaches kernels no other call does (tests/test_warmup.py
@@ -46,8 +52,9 @@ def warmup(dtypes=(np.float64, np.float32)):
     # scatter_slots); dense codes and their CSR assembly (slots_to_dense,
     # fill_csr); the exact solver with few features and the accelerated
     # encoder (lockstep encoder, statistics, k-means++ seeding) and the
-    # clusterer's neighbours' vote (an exact search of
-    # short rows, its cells pruned: search_pruned, cell_radii); the
+    # clusterer's neighbours' vote (an exact search of short rows, its
+    # cells pruned: search_pruned, cell_radii); the statistics of many
+    # atoms and features (accumulate_statistics_by_atom); the
     # vote's search with few features in probed cells, with many features in
     # cells of many references and of few, and for a point whose probed
     # cells are empty; the unrolled solver (unrolled_batch,
@@ -80,6 +87,10 @@ def warmup(dtypes=(np.float64, np.float32)):
         # few features, cells probed (the clusterer's few references search exactly)
         LabelVote(Yd[:16], Yd, np.arange(64) % 2, 5, 2, n_probe=2).predict(Yd)
         Y40d = Y40.astype(dtype)
+        # statistics of many atoms and features, formed atom by atom
+        SufficientStatistics(_BY_ATOM_ATOMS, Y40d.shape[1]).add_chunk(
+            *csr_from_dense(np.eye(Y40d.shape[0], _BY_ATOM_ATOMS, dtype=dtype)), Y40d, np.ones(64, dtype)
+        )
         for n_atoms in (2, 16):  # 32 and 4 references a cell
             LabelVote(Y40d[:n_atoms], Y40d, np.arange(64) % 2, 5, 2).predict(Y40d)
         # a point by atom 1, whose cell is empty, probes further

@@ -13,6 +13,7 @@ import io
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -359,7 +360,7 @@ def test_compile_notice_comes_before_the_fit(tmp_path, data, capsys, monkeypatch
     argv = ["cluster", str(folder / "points.npy"), *FAST, "-o", str(tmp_path / "l.npy")]
     asked = []
     monkeypatch.setattr(
-        cli, "_kernels_need_compiling", lambda dtype, n_features, encoder: asked.append(encoder) or True
+        cli, "_kernels_need_compiling", lambda dtype, n_features, encoder, n_atoms: asked.append(encoder) or True
     )
     assert main(argv) == 0
     assert "12 atoms, T=50, lam=1.0" in capsys.readouterr().err
@@ -370,7 +371,7 @@ def test_compile_notice_comes_before_the_fit(tmp_path, data, capsys, monkeypatch
     lines = capsys.readouterr().err.splitlines()
     assert lines[1].startswith("fastkds: compiling kernels (first run only")
     assert lines[2].startswith("fastkds: fitting")
-    monkeypatch.setattr(cli, "_kernels_need_compiling", lambda dtype, n_features, encoder: False)
+    monkeypatch.setattr(cli, "_kernels_need_compiling", lambda dtype, n_features, encoder, n_atoms: False)
     assert main(argv) == 0
     assert "compiling" not in capsys.readouterr().err
 
@@ -383,11 +384,36 @@ def test_kernels_need_compiling_reads_the_cache(tmp_path, data):
     the cache index, so nothing compiles)."""
     fastkds.sparse_encode(np.zeros((3, 2)), np.eye(2), encoder="active-set")
     for encoder in ("active-set", "apg"):
-        assert cli._kernels_need_compiling(np.float64, 2, encoder) is False
+        assert cli._kernels_need_compiling(np.float64, 2, encoder, 12) is False
     code = (
         "import numpy as np; from fastkds.cli import _kernels_need_compiling as f; "
-        "print(f(np.float64, 2, 'active-set'), f(np.float64, 2, 'apg'))"
+        "print(f(np.float64, 2, 'active-set', 12), f(np.float64, 2, 'apg', 12))"
     )
     proc = _run_python(["-c", code], tmp_path, env={"NUMBA_CACHE_DIR": str(tmp_path / "cache")})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["True", "True"]
+
+
+def test_kernels_need_compiling_asks_for_the_statistics_kernel_the_fit_takes(monkeypatch):
+    """Many atoms and features form the statistics atom by atom (another
+    kernel): the notice looks at the kernel the fit's shape takes."""
+    from fastkds import _kernels, solvers
+    from fastkds.prepared import csr_from_dense
+
+    fastkds.sparse_encode(np.zeros((3, 2)), np.eye(2), encoder="active-set")
+    solvers.SufficientStatistics(2, 2).add_chunk(*csr_from_dense(np.eye(2)), np.eye(2), np.ones(2))
+    asked = []
+    monkeypatch.setattr(solvers, "statistics_by_atom", lambda n_atoms, n_features: asked.append((n_atoms, n_features)))
+    assert cli._kernels_need_compiling(np.float64, 2, "active-set", 12) is False
+    assert asked == [(12, 2)]
+
+    class Cold:  # a kernel neither loaded here nor held in the cache
+        signatures = []
+        targetctx = _kernels.accumulate_statistics.targetctx
+        _cache = SimpleNamespace(_cache_file=SimpleNamespace(_load_index=dict))
+
+    monkeypatch.setattr(_kernels, "accumulate_statistics_by_atom", Cold)
+    monkeypatch.setattr(solvers, "statistics_by_atom", lambda n_atoms, n_features: True)
+    assert cli._kernels_need_compiling(np.float64, 2, "active-set", 12) is True
+    monkeypatch.setattr(solvers, "statistics_by_atom", lambda n_atoms, n_features: False)
+    assert cli._kernels_need_compiling(np.float64, 2, "active-set", 12) is False

@@ -80,6 +80,57 @@ def test_statistics_match_naive(n, m, d, bounds, dtype):
     np.testing.assert_allclose(stats.XtX, stats.XtX.T, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_parts", [1, 3, 8])
+def test_statistics_by_atom_are_the_partials_sums_bit_for_bit(dtype, n_parts):
+    # the two kernels on the same chunks: rows without codes, unused atoms,
+    # negative zeros in Y, parts past the last row, accumulators already holding sums
+    from fastkds import _kernels
+    from fastkds._config import numba_threads
+
+    rng = np.random.default_rng(n_parts)
+    n, m, d = 700, 40, 9
+    X = sparse_codes(rng, n, m, dtype=dtype)
+    X[:, 7] = 0  # an unused atom
+    X[100:140] = 0  # rows without codes
+    Y = rng.normal(size=(n, d)).astype(dtype)
+    Y[::5, 2] = -0.0
+    sums = {}
+    for kernel, extra in ((_kernels.accumulate_statistics, ()), (_kernels.accumulate_statistics_by_atom, (None,))):
+        for n_jobs in (1, 2):
+            XtX, s, XtY = np.zeros((m, m)), np.zeros(m), np.zeros((m, d))
+            with numba_threads(n_jobs):
+                for lo, hi in ((0, 650), (650, 653), (653, 700)):  # parts past the rows in the short chunks
+                    args = (*csr_from_dense(np.ascontiguousarray(X[lo:hi])), Y[lo:hi], n_parts, XtX, s, XtY)
+                    kernel(*args, *(n_jobs for _ in extra))
+            sums[kernel.__name__, n_jobs] = (XtX, s, XtY)
+    first = sums["accumulate_statistics", 1]
+    for key, found in sums.items():
+        for a, b in zip(first, found):
+            np.testing.assert_array_equal(a, b, err_msg=str(key))
+            assert not np.any(np.signbit(b) & (b == 0)), key  # no -0.0 either way
+    XtX, s, XtY = _naive.statistics(X, Y)
+    np.testing.assert_allclose(first[0], XtX, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(first[2], XtY, rtol=1e-12, atol=1e-11)
+
+
+def test_many_atoms_and_features_take_the_statistics_by_atom():
+    from fastkds import _kernels
+    from fastkds.solvers import statistics_by_atom
+
+    assert statistics_by_atom(500, 784) and not statistics_by_atom(24, 2)
+    n, m, d = 600, 60, 600
+    assert statistics_by_atom(m, d) and 8 * m * (m + d) < 2 * _kernels.STATISTICS_PART_BYTES
+    rng = np.random.default_rng(3)
+    X = sparse_codes(rng, n, m)
+    Y = rng.normal(size=(n, d))
+    stats = accumulate(X, Y, [257])
+    XtX, s, XtY = _naive.statistics(X, Y)
+    np.testing.assert_allclose(stats.XtX, XtX, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(stats.s, s, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(stats.XtY, XtY, rtol=1e-12, atol=1e-11)
+
+
 def test_statistics_from_encoder_codes_and_objective():
     """Statistics of real encoder output; objective_sum adds the chunk objectives."""
     rng = np.random.default_rng(1)

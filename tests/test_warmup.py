@@ -98,6 +98,7 @@ ENTRY_POINTS = {
     "_kernels.count_row_nonzeros": ("float32", "float64"),
     "_kernels.fill_csr": ("float32", "float64"),
     "_kernels.accumulate_statistics": ("float32", "float64"),
+    "_kernels.accumulate_statistics_by_atom": ("float32", "float64"),  # many atoms and features
     "_kernels.seeding_distances": ("float32", "float64"),
     "_kernels.seeding_rounds": ("float32", "float64"),
     # the clusterers' embedding of the codes (fastkds.spectral.embedding_rows)
