@@ -82,53 +82,47 @@ def test_many_features_neighbours_match_the_oracle(dtype, offset, n_atoms):
     np.testing.assert_array_equal(neighbours, oracle_neighbours(Y, W, R, 7, n_probe=3))
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_screened_search_finds_what_the_direct_sums_find(dtype):
-    # the two kernels for many features on the same points: more neighbours
-    # than the oracle can check quickly, ties and cancellation included
-    from fastkds import _vote_kernels
+def _screened_and_shared_reads(Y, vote, n_probe, q, searching):
+    """The neighbours (distances, indices) of the screened search and of
+    the direct sums' one (search_shared_reads) for the same points, each
+    asserted to be the other's."""
     from fastkds.label_vote import _probe
 
-    rng = np.random.default_rng(6)
-    Y = _many_features(rng, dtype, 1e3)
-    W = Y[rng.choice(300, 10, replace=False)]
-    vote = LabelVote(W, Y, np.zeros(Y.shape[0], dtype=int), 12, 2, n_probe=4)
-    probes = _probe(Y, vote.atoms, 4, None)
-    searching = np.arange(0, Y.shape[0], 2)
+    probes = _probe(Y, vote.atoms, n_probe, None)
     found = []
     for search in (_vote_kernels.search_screened, _vote_kernels.search_shared_reads):
-        dist = np.full((Y.shape[0], 12), np.inf)
-        idx = np.full((Y.shape[0], 12), -1, dtype=np.int64)
+        dist = np.full((Y.shape[0], q), np.inf)
+        idx = np.full((Y.shape[0], q), -1, dtype=np.int64)
         # read-only inputs, as fastkds passes them: the kernels compiled once
         inputs = [read_only(a) for a in (Y, Y, vote.cell_start, vote.cell_refs)]
         search(*inputs, probes, searching, dist, idx)
         found.append((dist, idx))
     np.testing.assert_array_equal(found[0][1], found[1][1])
     np.testing.assert_array_equal(found[0][0], found[1][0])
-    assert np.all(found[0][1][1::2] == -1)  # points not searching are left alone
+    return probes, found[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_screened_search_finds_what_the_direct_sums_find(dtype):
+    # the two kernels for many features on the same points: more neighbours
+    # than the oracle can check quickly, ties and cancellation included
+    rng = np.random.default_rng(6)
+    Y = _many_features(rng, dtype, 1e3)
+    W = Y[rng.choice(300, 10, replace=False)]
+    vote = LabelVote(W, Y, np.zeros(Y.shape[0], dtype=int), 12, 2, n_probe=4)
+    _, (_, idx) = _screened_and_shared_reads(Y, vote, 4, 12, np.arange(0, Y.shape[0], 2))
+    assert np.all(idx[1::2] == -1)  # points not searching are left alone
 
 
 def test_screened_search_splits_a_cell_over_tasks_with_the_same_neighbours():
     # cells probed by more than PAIR_ROWS points take several products
     # (tasks) each; the neighbours are those of the direct sums
-    from fastkds.label_vote import _probe
-
     rng = np.random.default_rng(8)
     Y = np.vstack([_many_features(rng, np.float64, 0.0) for _ in range(4)])
     W = Y[rng.choice(Y.shape[0], 6, replace=False)]
     vote = LabelVote(W, Y, np.zeros(Y.shape[0], dtype=int), 9, 2, n_probe=5)
-    probes = _probe(Y, vote.atoms, 5, None)
-    searching = np.arange(Y.shape[0])
+    probes, _ = _screened_and_shared_reads(Y, vote, 5, 9, np.arange(Y.shape[0]))
     assert np.bincount(probes.ravel()).max() > 2 * _vote_kernels.PAIR_ROWS
-    found = []
-    for search in (_vote_kernels.search_screened, _vote_kernels.search_shared_reads):
-        dist = np.full((Y.shape[0], 9), np.inf)
-        idx = np.full((Y.shape[0], 9), -1, dtype=np.int64)
-        inputs = [read_only(a) for a in (Y, Y, vote.cell_start, vote.cell_refs)]
-        search(*inputs, probes, searching, dist, idx)
-        found.append((dist, idx))
-    np.testing.assert_array_equal(found[0][1], found[1][1])
-    np.testing.assert_array_equal(found[0][0], found[1][0])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
