@@ -114,6 +114,22 @@ def test_screened_search_finds_what_the_direct_sums_find(dtype):
     assert np.all(idx[1::2] == -1)  # points not searching are left alone
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("scale", [1e-40, 1e-30, 1e-6, 1e15, 1e18])
+def test_screened_search_at_any_scale_finds_what_the_direct_sums_find(dtype, scale):
+    # float32's subnormals (float32 data at 1e-40), tiny and huge norms,
+    # far offsets, ties and near-ties: the same neighbours as the direct sums
+    rng = np.random.default_rng(9)
+    base = _many_features(rng, np.float64, 0.0)
+    Y = (base * scale + 3.0 * scale).astype(dtype)
+    if not np.all(np.isfinite(Y)) or np.count_nonzero(Y) < Y.size // 2:
+        pytest.skip(f"{np.dtype(dtype).name} does not hold data at {scale:g}")
+    W = Y[rng.choice(Y.shape[0], 5, replace=False)]
+    vote = LabelVote(W, Y, np.zeros(Y.shape[0], dtype=int), 7, 2, n_probe=3)
+    _, (_, idx) = _screened_and_shared_reads(Y, vote, 3, 7, np.arange(Y.shape[0]))
+    assert np.all(idx >= 0)
+
+
 def test_screened_search_splits_a_cell_over_tasks_with_the_same_neighbours():
     # cells probed by more than PAIR_ROWS points take several products
     # (tasks) each; the neighbours are those of the direct sums
