@@ -429,8 +429,7 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
     n = searching.shape[0]
     slot = np.empty((n, n_probe + 1), dtype=np.int64)
     # one buffer for every block (the first is the longest, or as long):
-    # fresh pages for each would cost a fault per 4 KiB, which the
-    # threads take one after another
+    # fresh pages for each would cost a page fault per 4 KiB of them
     formed = np.empty(0)
     lo = 0
     while lo < n:
