@@ -436,21 +436,41 @@ def _sort_by_nearest_atom(B, ww, lo, hi, near, starts, pts):
 GEMM_ROWS = 256
 
 
+@njit(cache=True, nogil=True)
+def _block_products(X, Wt, B, yy):
+    """One block of :func:`blas_products`: ``B = X Wt`` by BLAS, ``yy`` the
+    rows' squared norms; returns ``(max |B|, max yy)`` (see
+    :func:`_checked_max`)."""
+    np.dot(X, Wt, B)
+    bm = 0.0
+    ym = 0.0
+    for i in range(X.shape[0]):
+        s = _row_sq_norm(X, i)
+        yy[i] = s
+        ym = _checked_max(ym, s)
+        for j in range(B.shape[1]):
+            bm = _checked_max(bm, B[i, j])
+    return bm, ym
+
+
 @njit(parallel=True, cache=True)
-def blas_products(Y, Wt, B, yy, n_threads):
-    """``B = Y Wt`` and ``yy`` = squared row norms of ``Y``, for many features.
+def blas_products(Y, shift, Wt, B, yy, n_threads):
+    """``B = (Y - shift) Wt`` and ``yy`` = squared row norms of ``Y -
+    shift``, for many features (``shift`` empty: ``Y`` as it is).
 
     One BLAS product per block of :data:`GEMM_ROWS` rows, the blocks dealt
     to the ``n_threads`` threads in turn (:func:`dealt_block`): BLAS's own
     threads are held to one while the kernels run
     (:func:`fastkds._config.numba_threads`), since they would spin on the
-    cores the encoder needs next. ``Wt`` is the transposed
-    dictionary (a view). Returns ``(max |B|, max yy)`` as float64, or ``inf``
-    for the first when some product or norm is not finite, as
-    :func:`point_products` does.
+    cores the encoder needs next. With a shift, each block is centred into
+    a thread's scratch just before its product (as :func:`centre_rows`
+    centres, so the products are the same), not into a chunk-sized copy:
+    one pass over the chunk fewer, and no fresh pages. ``Wt`` is the
+    transposed dictionary (a view). Returns ``(max |B|, max yy)`` as
+    float64, or ``inf`` for the first when some product or norm is not
+    finite, as :func:`point_products` does.
     """
-    n = Y.shape[0]
-    m = Wt.shape[1]
+    n, d = Y.shape
     n_blocks = (n + GEMM_ROWS - 1) // GEMM_ROWS
     b_max = np.empty(n_blocks)
     y_max = np.empty(n_blocks)
@@ -463,17 +483,14 @@ def blas_products(Y, Wt, B, yy, n_threads):
         hi = min(lo + GEMM_ROWS, n)
         if lo >= n:
             continue
-        np.dot(Y[lo:hi], Wt, B[lo:hi])
-        bm = 0.0
-        ym = 0.0
-        for i in range(lo, hi):
-            s = _row_sq_norm(Y, i)
-            yy[i] = s
-            ym = _checked_max(ym, s)
-            for j in range(m):
-                bm = _checked_max(bm, B[i, j])
-        b_max[blk] = bm
-        y_max[blk] = ym
+        if shift.shape[0] > 0:
+            X = np.empty((hi - lo, d), dtype=Y.dtype)
+            for i in range(lo, hi):
+                for c in range(d):
+                    X[i - lo, c] = Y[i, c] - shift[c]
+            b_max[blk], y_max[blk] = _block_products(X, Wt, B[lo:hi], yy[lo:hi])
+        else:
+            b_max[blk], y_max[blk] = _block_products(Y[lo:hi], Wt, B[lo:hi], yy[lo:hi])
     return _largest(b_max, y_max)
 
 

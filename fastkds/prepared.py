@@ -442,13 +442,14 @@ class PreparedDictionary:
             buffers = self.allocate(n)
         B, yy, counts, slot_idx, slot_val, obj, Yc, fallbacks = (buf[:n] for buf in buffers)
         Y = read_only(Y)  # one signature of the kernels, whether the caller's Y is writable or not
-        if self.shift is not None:
-            _kernels.centre_rows(Y, self.shift, Yc)
-            Y = read_only(Yc)
         if Y.shape[1] <= _kernels.SMALL_D:
+            if self.shift is not None:
+                _kernels.centre_rows(Y, self.shift, Yc)
+                Y = read_only(Yc)
             b_max, y_max = _kernels.point_products(Y, self.W, B, yy)
-        else:  # the O(m d) part: BLAS, on a block of rows per thread
-            b_max, y_max = _kernels.blas_products(Y, self.W.T, B, yy, numba.get_num_threads())
+        else:  # the O(m d) part: BLAS, on a block of rows per thread, each centred there
+            shift = self.shift if self.shift is not None else np.empty(0, dtype=self.dtype)
+            b_max, y_max = _kernels.blas_products(Y, shift, self.W.T, B, yy, numba.get_num_threads())
         if not np.isfinite(b_max):
             raise ValueError(
                 f"the squared norms of the data overflow {self.dtype.name}: rescale the data"
@@ -592,8 +593,12 @@ class PreparedDictionary:
             np.empty((chunk_size, m), dtype=np.int32),
             np.empty((chunk_size, m), dtype=self.dtype),
             np.empty(chunk_size, dtype=self.dtype),
-            # the centred points, with the centred step
-            np.empty((chunk_size if self.shift is not None else 0, self.W.shape[1]), dtype=self.dtype),
+            # the centred points, with the centred step and few features
+            # (with many, blas_products centres block by block)
+            np.empty(
+                (chunk_size if self.shift is not None and self.W.shape[1] <= _kernels.SMALL_D else 0, self.W.shape[1]),
+                dtype=self.dtype,
+            ),
             np.empty(chunk_size, dtype=np.int64),  # points the active set handed over
         )
 

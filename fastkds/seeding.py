@@ -129,5 +129,5 @@ def _projection(Y):
             _kernels.centre_rows(Y[lo:hi], mu, rows[: hi - lo])
         else:
             np.subtract(Y[lo:hi], mu, out=rows[: hi - lo])
-        _kernels.blas_products(read_only(rows[: hi - lo]), directions, Z[lo:hi], sq_spread[lo:hi], n_threads)
+        _kernels.blas_products(read_only(rows[: hi - lo]), mu[:0], directions, Z[lo:hi], sq_spread[lo:hi], n_threads)
     return Z, np.sqrt(sq_spread), 2 * (np.sqrt(r) * d + 1) * np.finfo(np.float64).eps

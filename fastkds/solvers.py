@@ -234,7 +234,7 @@ def solve_positive(A, rhs):
     out = np.empty((A.shape[0], rhs.shape[1]))
     # the encoder's product kernel (its Wt is the transposed atoms, F-ordered)
     b_max, _ = _kernels.blas_products(
-        read_only(inverse), np.asfortranarray(rhs), out, np.empty(A.shape[0]), numba.get_num_threads()
+        read_only(inverse), np.empty(0), np.asfortranarray(rhs), out, np.empty(A.shape[0]), numba.get_num_threads()
     )
     if not np.isfinite(b_max):
         raise np.linalg.LinAlgError("the solution is not finite")

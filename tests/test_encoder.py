@@ -619,14 +619,15 @@ def test_products_match_numpy_and_not_the_thread_count(dtype, kernel):
     Y = rng.normal(size=(700, d)).astype(dtype)  # past one block of rows
     W = rng.normal(size=(30, d)).astype(dtype)
     run = getattr(_kernels, kernel)
-    Wk = W if kernel == "point_products" else W.T
+    # blas_products: no shift (an empty one), and its blocks' deal
+    lead, Wk = ((), W) if kernel == "point_products" else ((np.empty(0, dtype),), W.T)
     out = {}
     for threads in (1, 2):
         B = np.empty((700, 30), dtype)
         yy = np.empty(700, dtype)
         with numba_threads(threads):
-            extra = (threads,) if kernel == "blas_products" else ()  # its blocks' deal
-            maxima = run(read_only(Y), Wk, B, yy, *extra)  # read-only, as fastkds passes it
+            extra = (threads,) if kernel == "blas_products" else ()
+            maxima = run(read_only(Y), *lead, Wk, B, yy, *extra)  # read-only, as fastkds passes it
         out[threads] = B, yy, maxima
     B, yy, (b_max, y_max) = out[1]
     rtol = 1e-5 if dtype == np.float32 else 1e-12
@@ -635,4 +636,29 @@ def test_products_match_numpy_and_not_the_thread_count(dtype, kernel):
     assert b_max == pytest.approx(np.abs(B).max(), rel=rtol) and y_max == pytest.approx(yy.max(), rel=rtol)
     assert np.array_equal(out[2][0], B) and np.array_equal(out[2][1], yy) and out[2][2] == out[1][2]
     Y[300, 1] = np.nan
-    assert run(read_only(Y), Wk, np.empty((700, 30), dtype), np.empty(700, dtype), *extra)[0] == np.inf
+    assert run(read_only(Y), *lead, Wk, np.empty((700, 30), dtype), np.empty(700, dtype), *extra)[0] == np.inf
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_products_of_centred_blocks_are_those_of_the_centred_copy(dtype):
+    """blas_products with a shift centres each block in scratch: the same
+    products, norms and maxima, bit for bit, as centre_rows's copy of the
+    chunk then the products, on one thread and on two."""
+    from fastkds import _kernels
+    from fastkds._config import numba_threads
+
+    rng = np.random.default_rng(1)
+    Y = (rng.normal(size=(700, 40)) + 50.0).astype(dtype)
+    W = rng.normal(size=(30, 40)).astype(dtype)
+    shift = (Y[:30].mean(axis=0)).astype(dtype)
+    found = []
+    for threads in (1, 2):
+        with numba_threads(threads):
+            Yc = np.empty_like(Y)
+            _kernels.centre_rows(read_only(Y), shift, Yc)
+            for rows, by in ((read_only(Yc), np.empty(0, dtype)), (read_only(Y), shift)):
+                B, yy = np.empty((700, 30), dtype), np.empty(700, dtype)
+                maxima = _kernels.blas_products(rows, by, W.T, B, yy, threads)
+                found.append((B, yy, maxima))
+    for B, yy, maxima in found[1:]:
+        assert np.array_equal(B, found[0][0]) and np.array_equal(yy, found[0][1]) and maxima == found[0][2]
