@@ -29,7 +29,7 @@ import numpy as np
 from numba.core.registry import CPUDispatcher
 
 import fastkds
-from fastkds import KDSClustering, load_mnist
+from fastkds import KDSClustering, load_mnist, warmup
 from fastkds.datasets import find_data_dir
 from fastkds.experiments import PAPER_SETTINGS
 
@@ -93,7 +93,10 @@ def main(argv=None):
     args = ap.parse_args(argv)
     Y, settings, name = problem(args)
     warnings.simplefilter("ignore")
-    KDSClustering(5, n_atoms=20, max_epochs=2).fit(Y[:500])  # compile
+    # compile: every kernel (many atoms' statistics take another than the
+    # small fit's), then the small fit's path
+    warmup(dtypes=(Y.dtype,))
+    KDSClustering(5, n_atoms=20, max_epochs=2).fit(Y[:500])
     rows = {n_jobs: [] for n_jobs in args.n_jobs}
     per_kernel = {n_jobs: [] for n_jobs in args.n_jobs}
     for _ in range(args.repeats):

@@ -303,9 +303,11 @@ SMALL_D = 16
 @njit(parallel=True, cache=True)
 def centre_rows(Y, shift, out):
     """``out = Y - shift``, each row less the vector ``shift``, by blocks of
-    rows on Numba's threads: with the centred step every chunk is centred
-    on the mean atom before its products, one pass over the chunk (and the
-    first touch of ``out``'s pages) that NumPy makes on one thread."""
+    rows on Numba's threads: with the centred step a chunk of few features
+    is centred on the mean atom before :func:`point_products` (one pass
+    over the chunk, and the first touch of ``out``'s pages, that NumPy
+    makes on one thread); with many, :func:`blas_products` centres each
+    block itself."""
     n, d = Y.shape
     n_blocks = (n + BLOCK - 1) // BLOCK
     for blk in prange(n_blocks):
