@@ -467,7 +467,7 @@ def blas_products(Y, shift, Wt, B, yy, n_threads):
     cores the encoder needs next. With a shift, each block is centred into
     a thread's scratch just before its product (as :func:`centre_rows`
     centres, so the products are the same), not into a chunk-sized copy:
-    one pass over the chunk fewer, and no fresh pages. ``Wt`` is the
+    one pass over the chunk fewer, and no chunk-sized buffer. ``Wt`` is the
     transposed dictionary (a view). Returns ``(max |B|, max yy)`` as
     float64, or ``inf`` for the first when some product or norm is not
     finite, as :func:`point_products` does.
