@@ -121,13 +121,15 @@ def _projection(Y):
     directions = np.asfortranarray(directions)  # as the product kernel takes its second factor
     Z = np.empty((n, r))
     sq_spread = np.empty(n)
-    rows = np.empty((min(n, 4096), d))
     n_threads = numba.get_num_threads()
-    for lo in range(0, n, 4096):
-        hi = min(lo + 4096, n)
-        if Y.dtype == np.float64:
-            _kernels.centre_rows(Y[lo:hi], mu, rows[: hi - lo])
-        else:
+    if Y.dtype == np.float64:  # centred block by block inside the product
+        _kernels.blas_products(Y, mu, directions, Z, sq_spread, n_threads)
+    else:  # float64 copies of float32 rows, a slice at a time
+        rows = np.empty((min(n, 4096), d))
+        for lo in range(0, n, 4096):
+            hi = min(lo + 4096, n)
             np.subtract(Y[lo:hi], mu, out=rows[: hi - lo])
-        _kernels.blas_products(read_only(rows[: hi - lo]), mu[:0], directions, Z[lo:hi], sq_spread[lo:hi], n_threads)
+            _kernels.blas_products(
+                read_only(rows[: hi - lo]), mu[:0], directions, Z[lo:hi], sq_spread[lo:hi], n_threads
+            )
     return Z, np.sqrt(sq_spread), 2 * (np.sqrt(r) * d + 1) * np.finfo(np.float64).eps

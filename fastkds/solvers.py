@@ -14,6 +14,11 @@ from . import _config, _kernels
 from ._validation import read_only
 
 
+def _part_bytes(n_atoms, n_features):
+    """Bytes of one part's partial sums, ``m x (m + d)`` float64."""
+    return 8 * n_atoms * (n_atoms + n_features)
+
+
 def statistics_by_atom(n_atoms, n_features):
     """Whether a chunk's sufficient statistics are formed atom by atom
     (:func:`fastkds._kernels.accumulate_statistics_by_atom`) rather than in
@@ -21,7 +26,7 @@ def statistics_by_atom(n_atoms, n_features):
     one part's partials would pass
     :data:`fastkds._kernels.STATISTICS_PART_BYTES`. Both give the same
     numbers."""
-    return 8 * n_atoms * (n_atoms + n_features) > _kernels.STATISTICS_PART_BYTES
+    return _part_bytes(n_atoms, n_features) > _kernels.STATISTICS_PART_BYTES
 
 
 class SufficientStatistics:
@@ -72,7 +77,7 @@ class SufficientStatistics:
         """Add the codes (CSR triple) and objectives of one chunk ``Y``."""
         m, d = self.XtY.shape
         n = Y.shape[0]
-        n_parts = int(max(1, min(8, -(-n // _kernels.BLOCK), _config.STATISTICS_PARTS_BUDGET // (8 * m * (m + d)))))
+        n_parts = int(max(1, min(8, -(-n // _kernels.BLOCK), _config.STATISTICS_PARTS_BUDGET // _part_bytes(m, d))))
         args = (indptr, indices, data, read_only(Y), n_parts, self.XtX, self.s, self.XtY)
         if statistics_by_atom(m, d):  # the same sums either way
             _kernels.accumulate_statistics_by_atom(*args, numba.get_num_threads())
