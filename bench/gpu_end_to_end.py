@@ -37,7 +37,11 @@ fastkds). Sections:
   fewest steps of 10, 15, ..., 75 whose codes' mean objective is at most
   that of the paper's T steps on those points (its centred step gets
   further per step), and with its exact codes (``encoder="active-set"``,
-  the warp active-set encoder), whose objective is the optimum.
+  the warp active-set encoder), whose objective is the optimum. Both
+  fastkds encoders are timed again with each point's products formed
+  inside the encoder instead of by the tiled product kernel first
+  (``_config.CUDA_PRODUCTS_MIN_FEATURES`` raised past d), the figures that
+  choose that setting.
 
 Prints one line per measurement as it goes.
 """
@@ -242,6 +246,22 @@ def torch_rows(args, gpu):
     exact = Y.shape[0] / t
     print(f"torch: fastkds exact codes (encoder='active-set', device='cuda'): {exact:,.0f} points/s, "
           f"mean objective {objective(Y[check], W, C[check].toarray(), lam):.6f}", flush=True)  # fmt: skip
+    # the warp encoders with each point's products formed inside them, as
+    # before the tiled product kernel (the same codes, bit for bit)
+    from fastkds import _config
+
+    tiled = _config.CUDA_PRODUCTS_MIN_FEATURES
+    _config.CUDA_PRODUCTS_MIN_FEATURES = Y.shape[1] + 1
+    try:
+        for encoder, steps, tiled_rate in (("apg", T, ours), ("active-set", None, exact)):
+            settings = dict(encoder=encoder, device="cuda") | ({} if steps is None else dict(n_iter=steps))
+            sparse_encode(Y[:2000], W, lam=lam, **settings)  # compile
+            t, _ = best_of(lambda: sparse_encode(Y, W, lam=lam, **settings), args.repeat)
+            print(f"torch: fastkds encoder={encoder!r} with the products inside the encoder: "
+                  f"{Y.shape[0] / t:,.0f} points/s; the tiled products first: {tiled_rate:,.0f} "
+                  f"({tiled_rate * t / Y.shape[0]:.2f}x)", flush=True)  # fmt: skip
+    finally:
+        _config.CUDA_PRODUCTS_MIN_FEATURES = tiled
     alpha = 1.0 / np.linalg.norm(W, 2) ** 2  # the paper's step
     dY = torch.tensor(Y, device="cuda")
     dW = torch.tensor(W.astype(np.float32), device="cuda")

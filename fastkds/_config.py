@@ -205,6 +205,12 @@ CUDA_BUFFER_SETS = 3
 #: thread encoder below). Chosen by measurement: see docs/gpu.md.
 CUDA_WARP_MIN_ATOMS = 1
 
+#: The warp encoders read ``B = Y W^T`` formed first by the tiled product
+#: kernel from this many features on, and form it themselves below: a point's
+#: products then re-read all of ``W^T``, while the tiles read it once per 64
+#: rows. Not yet measured on a GPU (docs/gpu.md says how to).
+CUDA_PRODUCTS_MIN_FEATURES = 32
+
 
 def effective_n_jobs(n_jobs):
     """Map scikit-learn style ``n_jobs`` to a Numba thread count.

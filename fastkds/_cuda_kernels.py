@@ -31,7 +31,9 @@ How threads map to work
   addition commutes), and ``z G`` over the support of z broadcasts each
   ``z_k`` with a shuffle and reads row k of ``G`` coalesced. ``B = Y W^T`` and
   ``||y||^2`` are formed in the kernel from Y and ``W^T`` (padded to 32 R
-  columns with zeros), so nothing of size n x m is written besides the codes.
+  columns with zeros), so nothing of size n x m is written besides the codes;
+  or, on many features, read from the chunk's ``B`` formed first by the tiled
+  :func:`products_kernel` (one compiled variant each, the same bits).
   At most :data:`WARP_MAX_ATOMS` atoms. numba's CUDA simulator
   has no shuffles or ballots: under it this module defines stand-ins, a
   barrier per simulated warp.
@@ -227,6 +229,19 @@ _WARP_KERNELS = {}
 
 
 @cuda.jit(device=True, inline=True)
+def _warp_rows(Y, i, Wt, B, yy_rows, lane, b, zero, products):
+    """``b = W y`` and ``||y||^2`` of row i of ``Y`` (see
+    :func:`_warp_products`), or read from ``B`` and ``yy_rows`` where the
+    product kernel formed them first (``products``, a compile-time
+    constant): the same bits, as the sums run in the same order."""
+    if products:
+        for r in range(b.shape[0]):
+            b[r] = B[i, 32 * r + lane]
+        return yy_rows[i]
+    return _warp_products(Y, i, Wt, lane, b, zero)
+
+
+@cuda.jit(device=True, inline=True)
 def _warp_products(Y, i, Wt, lane, b, zero):
     """``b = W y`` for row i of ``Y``, lane ``lane`` for its atoms ``32 r +
     lane`` (``b``'s slots r), from ``Wt`` (d x 32R); returns ``||y||^2``.
@@ -242,25 +257,30 @@ def _warp_products(Y, i, Wt, lane, b, zero):
     return yy
 
 
-def warp_encode_kernel(R, dtype):
+def warp_encode_kernel(R, dtype, products=False):
     """The warp encoder for ``R = ceil(m / 32)`` atoms per lane in ``dtype``
-    (made once per process; numba caches the compiled code on disk)."""
-    key = (int(R), np.dtype(dtype).name)
+    (made once per process; numba caches the compiled code on disk); with
+    ``products``, the variant that reads ``B = Y W^T`` and ``||y||^2`` from
+    :func:`products_kernel`'s output instead of forming them."""
+    key = (int(R), np.dtype(dtype).name, bool(products))
     if key not in _WARP_KERNELS:
-        _WARP_KERNELS[key] = _make_warp_encode_kernel(int(R), numba.from_dtype(np.dtype(dtype)))
+        _WARP_KERNELS[key] = _make_warp_encode_kernel(int(R), numba.from_dtype(np.dtype(dtype)), bool(products))
     return _WARP_KERNELS[key]
 
 
-def _make_warp_encode_kernel(R, nbtype):
-    """Compile-time R and dtype: ``cuda.local.array`` needs both, and with
-    them the loops over r unroll and the per-atom state stays in registers."""
+def _make_warp_encode_kernel(R, nbtype, products):
+    """Compile-time R, dtype and ``products``: ``cuda.local.array`` needs the
+    first two, and with them the loops over r unroll and the per-atom state
+    stays in registers; the third drops the branch not taken."""
 
     @cuda.jit(cache=True)
-    def _warp_encode(Y, Wt, G, ww, alpha, lam, beta, ks, neg_inf, n, m, X, obj, counts, only):
+    def _warp_encode(Y, Wt, B, yy_rows, G, ww, alpha, lam, beta, ks, neg_inf, n, m, X, obj, counts, only):
         """Encode points 0..n-1 of ``Y``: codes into the rows of ``X``,
         objectives into ``obj``, support sizes into ``counts``; with a
         non-empty ``only`` (int32, n), the points i of ``only[i] != 0``
-        alone (those the active-set encoder hands over).
+        alone (those the active-set encoder hands over). ``B`` (n x 32R)
+        and ``yy_rows`` (n) are read in the ``products`` variant alone
+        (empty arrays otherwise).
 
         Twin of ``_kernels._encode_point`` with the atoms spread over the
         lanes: lane l holds atom ``j = 32 r + l`` in slot r of ``b``, ``v``,
@@ -283,7 +303,7 @@ def _make_warp_encode_kernel(R, nbtype):
             if only.shape[0] > 0 and only[i] == 0:
                 continue
             # b = W y and ||y||^2, each lane for its atoms
-            yy = _warp_products(Y, i, Wt, lane, b, zero)
+            yy = _warp_rows(Y, i, Wt, B, yy_rows, lane, b, zero, products)
             for r in range(R):
                 z[r] = zero
                 x[r] = zero
@@ -416,12 +436,14 @@ ACTIVE_SET_MAX_SUPPORT = 32
 _ACTIVE_SET_KERNELS = {}
 
 
-def warp_active_set_kernel(R, dtype):
+def warp_active_set_kernel(R, dtype, products=False):
     """The warp active-set encoder for ``R = ceil(m / 32)`` atoms per lane
-    in ``dtype`` (made once per process, as :func:`warp_encode_kernel`)."""
-    key = (int(R), np.dtype(dtype).name)
+    in ``dtype``, with or without ``products`` (made once per process, as
+    :func:`warp_encode_kernel`)."""
+    key = (int(R), np.dtype(dtype).name, bool(products))
     if key not in _ACTIVE_SET_KERNELS:
-        _ACTIVE_SET_KERNELS[key] = _make_warp_active_set_kernel(int(R), numba.from_dtype(np.dtype(dtype)))
+        nbtype = numba.from_dtype(np.dtype(dtype))
+        _ACTIVE_SET_KERNELS[key] = _make_warp_active_set_kernel(int(R), nbtype, bool(products))
     return _ACTIVE_SET_KERNELS[key]
 
 
@@ -505,20 +527,20 @@ def _warp_solve_support(G, atom, c_atom, p, s, lane, row, col):
     return True, y0 + t * y1
 
 
-def _make_warp_active_set_kernel(R, nbtype):
-    """Compile-time R and dtype, as :func:`_make_warp_encode_kernel`."""
+def _make_warp_active_set_kernel(R, nbtype, products):
+    """Compile-time R, dtype and ``products``, as :func:`_make_warp_encode_kernel`."""
     P_MAX = ACTIVE_SET_MAX_SUPPORT
 
     @cuda.jit(cache=True)
-    def _warp_active_set(Y, Wt, G, ww, lam, eps, ks, n, m, X, obj, counts, handed):
+    def _warp_active_set(Y, Wt, B, yy_rows, G, ww, lam, eps, ks, n, m, X, obj, counts, handed):
         """Exact codes of points 0..n-1 of ``Y`` by the CPU's active-set
         method (:func:`fastkds._active_set._active_set_point`): codes into
         the rows of ``X``, objectives into ``obj``, support sizes into
         ``counts``, and ``handed[i] = 1`` for each point it leaves to the
         accelerated encoder (then its other outputs are not written).
 
-        ``Y``, ``Wt``, ``G``, ``ww`` as for the warp encoder (padded to 32 R
-        atoms); ``lam`` and ``eps`` (the dtype's epsilon) float64, as the
+        ``Y``, ``Wt``, ``B``, ``yy_rows``, ``G``, ``ww`` as for the warp
+        encoder (padded to 32 R atoms); ``lam`` and ``eps`` (the dtype's epsilon) float64, as the
         arithmetic is, whatever the dtype. Lane l holds ``b``, ``c`` and the
         gradient ``g`` of atoms ``32 r + l``, and support entry l (its atom,
         weight, ``c`` and ``b``); the gradient over all atoms reads row k
@@ -537,7 +559,7 @@ def _make_warp_active_set_kernel(R, nbtype):
         col = cuda.local.array(P_MAX, numba.float64)
         tol = RTOL_EPS * eps * (1.0 + lam + lam)
         for i in range(warp, n, n_warps):
-            yy64 = numba.float64(_warp_products(Y, i, Wt, lane, b, zero))
+            yy64 = numba.float64(_warp_rows(Y, i, Wt, B, yy_rows, lane, b, zero, products))
             # c = b - lam dist, the nearest atom, the largest squared norm
             best = math.inf
             j0 = -1
@@ -786,6 +808,97 @@ def _encode_point(b, yy, G, ww, alpha, lam, beta, ks, x, ac, dist, v, z, cand, z
 # --------------------------------------------------------------------------
 # Kernels: per-chunk products and the thread encoder
 # --------------------------------------------------------------------------
+
+#: The product kernel's tiles: a block of PRODUCT_THREADS^2 threads forms a
+#: PRODUCT_TILE^2 tile of ``B`` (each thread a 4 x 4 micro-tile), reading
+#: PRODUCT_DEPTH features of both factors at a time into shared memory.
+PRODUCT_THREADS = 16
+PRODUCT_TILE = 4 * PRODUCT_THREADS
+PRODUCT_DEPTH = 16
+
+_PRODUCT_KERNELS = {}
+
+
+def products_kernel(dtype):
+    """The tiled product ``B = Y Wt`` in ``dtype`` (made once per process)."""
+    key = np.dtype(dtype).name
+    if key not in _PRODUCT_KERNELS:
+        _PRODUCT_KERNELS[key] = _make_products_kernel(numba.from_dtype(np.dtype(dtype)))
+    return _PRODUCT_KERNELS[key]
+
+
+def _make_products_kernel(nbtype):
+    """Compile-time dtype: the shared tiles and the micro-tile need it."""
+    T, DEPTH, P = PRODUCT_TILE, PRODUCT_DEPTH, PRODUCT_THREADS
+    U = T // P  # micro-tile side
+    LOADS = T * DEPTH // (P * P)  # entries of each factor one thread loads per depth step
+
+    @cuda.jit(cache=True)
+    def _products(Y, Wt, n, ks, B):
+        """``B[i, j] = sum_k Y[i, k] Wt[k, j]`` for i < n, summed over k in
+        order from ``ks[0]``, as :func:`_warp_products` sums: the warp
+        encoders get the same bits either way.
+
+        Blocks of P x P threads; block (bx, by) forms the column tile ``bx``
+        of the row tiles ``by, by + gridDim.y, ...``; thread (tx, ty) owns
+        the entries of rows ``ty + P u`` and columns ``tx + P v`` of its
+        tile. Each depth step loads T x DEPTH entries of Y and DEPTH x T of
+        ``Wt`` into shared memory (zeros past the edges, which are never
+        summed) and every thread reads them from there.
+        """
+        zero = ks[0]
+        tx = cuda.threadIdx.x
+        ty = cuda.threadIdx.y
+        flat = ty * P + tx
+        d = Y.shape[1]
+        mp = Wt.shape[1]
+        Ys = cuda.shared.array((T, DEPTH), nbtype)
+        Ws = cuda.shared.array((DEPTH, T), nbtype)
+        acc = cuda.local.array((U, U), nbtype)
+        a = cuda.local.array(U, nbtype)
+        j0 = cuda.blockIdx.x * T
+        for i0 in range(cuda.blockIdx.y * T, n, cuda.gridDim.y * T):
+            for u in range(U):
+                for v in range(U):
+                    acc[u, v] = zero
+            for k0 in range(0, d, DEPTH):
+                for q in range(LOADS):
+                    e = flat + P * P * q
+                    # Y by rows (consecutive threads, consecutive features),
+                    # Wt by columns (consecutive threads, consecutive atoms)
+                    row = e // DEPTH
+                    kk = e - row * DEPTH
+                    value = zero
+                    if i0 + row < n and k0 + kk < d:
+                        value = Y[i0 + row, k0 + kk]
+                    Ys[row, kk] = value
+                    kk = e // T
+                    col = e - kk * T
+                    value = zero
+                    if k0 + kk < d and j0 + col < mp:
+                        value = Wt[k0 + kk, j0 + col]
+                    Ws[kk, col] = value
+                cuda.syncthreads()
+                depth = d - k0  # (not min(): this numba-cuda's overload takes an iterable alone)
+                if depth > DEPTH:
+                    depth = DEPTH
+                for kk in range(depth):
+                    for u in range(U):
+                        a[u] = Ys[ty + P * u, kk]
+                    for v in range(U):
+                        w = Ws[kk, tx + P * v]
+                        for u in range(U):
+                            acc[u, v] += a[u] * w
+                cuda.syncthreads()
+            for u in range(U):
+                i = i0 + ty + P * u
+                if i < n:
+                    for v in range(U):
+                        j = j0 + tx + P * v
+                        if j < mp:
+                            B[i, j] = acc[u, v]
+
+    return _products
 
 
 @cuda.jit(cache=True)

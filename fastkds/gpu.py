@@ -35,6 +35,8 @@ from numba import cuda
 
 from . import _config
 from ._cuda_kernels import (
+    PRODUCT_THREADS,
+    PRODUCT_TILE,
     SCAN_MAX_THREADS,
     WARP_MAX_ATOMS,
     bt_kernel,
@@ -42,6 +44,7 @@ from ._cuda_kernels import (
     fill_kernel,
     may_use_far_kernel,
     merge_near_kernel,
+    products_kernel,
     scan_add_kernel,
     scan_offsets_kernel,
     scan_tiles_kernel,
@@ -58,6 +61,9 @@ from .prepared import ENCODERS, PreparedDictionary, csr_from_dense
 from .sources import iter_chunks
 
 KERNELS = ("auto", "warp", "thread")
+
+#: CUDA's most blocks along a grid's y (the product kernel's row tiles).
+_GRID_Y_MAX = 65535
 
 
 # --------------------------------------------------------------------------
@@ -371,6 +377,7 @@ class CudaBuffers:
         self._thread = None  # Bt, yy and scratch of the thread encoder, on first use
         self._h_X = None  # dense codes on the host: only encode_dense needs them
         self._handed = None  # the active-set encoder's hand-over flags
+        self._products = None  # B and yy of the warp encoders' products variant
         #: the near atoms' buffers, with far atoms (see CudaPreparedDictionary.near)
         self.near = None
         if share is not None:
@@ -412,6 +419,18 @@ class CudaBuffers:
         if self._handed is None:
             self._handed = cuda.device_array(self.capacity, dtype=np.int32, stream=self.stream)
         return self._handed
+
+    def products_buffers(self, n_columns):
+        """``(B, yy)``: ``Y W^T`` (capacity x ``n_columns``, the padded atoms)
+        and the squared norms of the rows, for the warp encoders that read
+        them (made on first use, and again for another column count)."""
+        if self._products is None or self._products[0].shape[1] != n_columns:
+            s = self.stream
+            self._products = (
+                cuda.device_array((self.capacity, n_columns), dtype=self.dtype, stream=s),
+                cuda.device_array(self.capacity, dtype=self.dtype, stream=s),
+            )
+        return self._products
 
     def thread_buffers(self):
         """``(Bt, yy, scratch, iscratch)`` of the thread encoder."""
@@ -501,6 +520,13 @@ class CudaPreparedDictionary:
     max_warps : int or None
         Warp encoder's warps per launch (each then encodes several points);
         by default one per point, up to ``_config.CUDA_MAX_BLOCKS`` blocks.
+    products : bool or None
+        Warp encoders: form ``B = Y W^T`` of each chunk first, by a tiled
+        product in shared memory (:func:`fastkds._cuda_kernels.products_kernel`),
+        and read it (True), or form each point's products inside the encoder,
+        re-reading ``W^T`` for every point (False). The codes are the same
+        bits either way. By default True from
+        ``_config.CUDA_PRODUCTS_MIN_FEATURES`` features on.
 
     Raises
     ------
@@ -513,14 +539,14 @@ class CudaPreparedDictionary:
 
     def __init__(
         self, W, lam, n_iter, dtype, *, step="centred", encoder="apg", kernel="auto", threads_per_block=None,
-        scratch_budget=None, warps_per_block=None, max_warps=None,
+        scratch_budget=None, warps_per_block=None, max_warps=None, products=None,
     ):  # fmt: skip
         require_cuda()
         encoder = check_choice(encoder, "encoder", ENCODERS)
         host = PreparedDictionary(W, lam, n_iter, dtype, step)
         settings = dict(
             encoder=encoder, kernel=kernel, threads_per_block=threads_per_block, scratch_budget=scratch_budget,
-            warps_per_block=warps_per_block, max_warps=max_warps,
+            warps_per_block=warps_per_block, max_warps=max_warps, products=products,
         )  # fmt: skip
         self._upload(host, host, **settings)
         #: With far atoms (:attr:`PreparedDictionary.near`) and the accelerated
@@ -540,7 +566,9 @@ class CudaPreparedDictionary:
             self.d_atoms = cuda.to_device(host.W)
             self.d_atoms_ww = cuda.to_device(host.ww)
 
-    def _upload(self, host, atoms, *, encoder, kernel, threads_per_block, scratch_budget, warps_per_block, max_warps):
+    def _upload(
+        self, host, atoms, *, encoder, kernel, threads_per_block, scratch_budget, warps_per_block, max_warps, products,
+    ):  # fmt: skip
         """Take the encoder's settings from ``host`` (a PreparedDictionary)
         and the atoms' arrays and step from ``atoms`` (``host`` itself, or
         ``host.near``, as the CPU's ``_encode_apg`` does), and copy what the
@@ -575,7 +603,13 @@ class CudaPreparedDictionary:
             self.d_Wt, self.d_Gp, self.d_wwp = cuda.to_device(Wt), cuda.to_device(Gp), cuda.to_device(wwp)
             self.neg_inf = self.dtype.type(-np.inf)
             self.d_every_row = cuda.device_array(0, dtype=np.int32)  # the accelerated encoder's "no mask"
+            if products is None:
+                products = d >= _config.CUDA_PRODUCTS_MIN_FEATURES
+            self.products = bool(products)
+            # what the encoders without products get for B and yy
+            self.d_no_products = (cuda.device_array((0, 0), dtype=self.dtype), cuda.device_array(0, dtype=self.dtype))
         else:
+            self.products = False  # the thread encoder has its own product kernel
             self.d_W = cuda.to_device(self.W)
             self.d_G = cuda.to_device(self.G)
             self.d_ww = cuda.to_device(self.ww)
@@ -644,6 +678,18 @@ class CudaPreparedDictionary:
             self.d_near_index, buf.d_uses_far, n,
         )  # fmt: skip
 
+    def _products_on_device(self, buf, n):
+        """Queue ``B = Y W^T`` (padded atoms) and ``||y||^2`` of rows
+        0..n-1 of ``buf.d_Y``; returns the two device arrays."""
+        s = buf.stream
+        d_B, d_yy = buf.products_buffers(self.d_Wt.shape[1])
+        grid = (-(-self.d_Wt.shape[1] // PRODUCT_TILE), max(1, min(_GRID_Y_MAX, -(-n // PRODUCT_TILE))))
+        _configured(products_kernel(self.dtype), grid, (PRODUCT_THREADS, PRODUCT_THREADS), s)(
+            buf.d_Y, self.d_Wt, n, self.d_ks, d_B
+        )
+        _launch(sqnorm_kernel, n, s)(buf.d_Y, n, self.d_ks, d_yy)
+        return d_B, d_yy
+
     def _encode_rows(self, buf, n):
         """The encoder of these atoms alone on rows 0..n-1 of ``buf.d_Y``."""
         s = buf.stream
@@ -652,15 +698,17 @@ class CudaPreparedDictionary:
             tpb = 32 * min(self.warps_per_block, warps)
             blocks = max(1, min(_config.CUDA_MAX_BLOCKS, -(-warps * 32 // tpb)))
             only = self.d_every_row
+            d_B, d_yy = self._products_on_device(buf, n) if self.products else self.d_no_products
             if self.encoder == "active-set":
                 # exact codes, then the accelerated encoder on the points handed over
                 only = buf.d_handed
-                _configured(warp_active_set_kernel(self.R, self.dtype), blocks, tpb, s)(
-                    buf.d_Y, self.d_Wt, self.d_Gp, self.d_wwp, float(self.lam), float(np.finfo(self.dtype).eps),
-                    self.d_ks, n, self.n_atoms, buf.d_X, buf.d_obj, buf.d_counts, only,
+                _configured(warp_active_set_kernel(self.R, self.dtype, self.products), blocks, tpb, s)(
+                    buf.d_Y, self.d_Wt, d_B, d_yy, self.d_Gp, self.d_wwp, float(self.lam),
+                    float(np.finfo(self.dtype).eps), self.d_ks, n, self.n_atoms, buf.d_X, buf.d_obj, buf.d_counts,
+                    only,
                 )  # fmt: skip
-            _configured(warp_encode_kernel(self.R, self.dtype), blocks, tpb, s)(
-                buf.d_Y, self.d_Wt, self.d_Gp, self.d_wwp, self.alpha, self.lam, self.d_beta, self.d_ks,
+            _configured(warp_encode_kernel(self.R, self.dtype, self.products), blocks, tpb, s)(
+                buf.d_Y, self.d_Wt, d_B, d_yy, self.d_Gp, self.d_wwp, self.alpha, self.lam, self.d_beta, self.d_ks,
                 self.neg_inf, n, self.n_atoms, buf.d_X, buf.d_obj, buf.d_counts, only,
             )  # fmt: skip
             return

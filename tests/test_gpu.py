@@ -276,6 +276,55 @@ def test_active_set_hands_long_supports_to_the_accelerated_encoder(monkeypatch):
     np.testing.assert_allclose(X[~long], X_cpu[~long], rtol=0, atol=TOL[np.float64])
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("encoder", ["apg", "active-set"])
+def test_warp_encoders_read_the_tiled_products_bit_for_bit(encoder, dtype):
+    """The warp encoders on ``B = Y W^T`` formed first by the tiled product
+    kernel give the very codes, objectives and support sizes of their
+    variant that forms the products itself: the sums run in the same order.
+    d = 37 takes three depth steps (the last one short), m = 70 two column
+    tiles of the padded 96 atoms."""
+    Y, W = make_problem(21, 5, 37, 70, dtype)
+    results = []
+    for products in (False, True):
+        prepared = gpu.CudaPreparedDictionary(W, 0.3, 6, dtype, encoder=encoder, kernel="warp", products=products)
+        assert prepared.products is products
+        buffers = prepared.allocate(5)
+        X, obj = (a.copy() for a in prepared.encode_dense(Y, buffers))
+        results.append((X, obj, buffers.d_counts.copy_to_host()[:5]))
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+    assert (results[0][0] > 0).any(axis=1).all()
+
+
+def test_products_kernel_matches_numpy(monkeypatch):
+    """The tiled product against NumPy, with one block row of the grid, so
+    that it loops over two row tiles (the second one short), and features
+    and atoms that fill no tile exactly."""
+    from fastkds import _cuda_kernels
+
+    monkeypatch.setattr(gpu, "_GRID_Y_MAX", 1)
+    rng = np.random.default_rng(5)
+    n, d, m = 70, 37, 90
+    Y = rng.normal(size=(n, d))
+    prepared = gpu.CudaPreparedDictionary(rng.normal(size=(m, d)), 0.3, 6, np.float64, kernel="warp", products=True)
+    buffers = prepared.allocate(n)
+    buffers.d_Y[:n].copy_to_device(Y)
+    d_B, d_yy = prepared._products_on_device(buffers, n)
+    B = d_B.copy_to_host()
+    assert B.shape == (n, 32 * prepared.R) and _cuda_kernels.PRODUCT_TILE < n
+    np.testing.assert_allclose(B[:, :m], Y @ prepared.W.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(B[:, m:], 0.0)  # the padded atoms
+    np.testing.assert_allclose(d_yy.copy_to_host(), (Y * Y).sum(axis=1), rtol=1e-12)
+
+
+def test_products_default_follows_the_feature_count(monkeypatch):
+    monkeypatch.setattr(_config, "CUDA_PRODUCTS_MIN_FEATURES", 4)
+    W = np.eye(5)
+    assert gpu.CudaPreparedDictionary(W[:, :4], 0.5, 5, np.float64, kernel="warp").products
+    assert not gpu.CudaPreparedDictionary(W[:, :3], 0.5, 5, np.float64, kernel="warp").products
+
+
 def test_active_set_settings_are_checked():
     W = np.eye(3)
     with pytest.raises(ValueError, match="encoder must be one of"):

@@ -35,15 +35,18 @@ def signatures(dt):
     F2, F3 = types.Array(types.float64, 2, "C"), types.Array(types.float64, 3, "C")
     i64 = types.int64
     scratch = (A2,) * 5 + (I2,) * 3
-    warp = (A2, A2, A2, A1, dt, dt, A1, A1, dt, i64, i64, A2, A1, I1, I1)
+    warp = (A2, A2, A2, A1, A2, A1, dt, dt, A1, A1, dt, i64, i64, A2, A1, I1, I1)
     f64 = types.float64
-    active_set = (A2, A2, A2, A1, f64, f64, A1, i64, i64, A2, A1, I1, I1)
+    active_set = (A2, A2, A2, A1, A2, A1, f64, f64, A1, i64, i64, A2, A1, I1, I1)
     return {
         "encode_kernel": (A2, A1, A2, A1, dt, dt, A1, A1, i64, A2, A1, I1) + scratch,
         "warp R=1": warp,
         "warp R=16": warp,
         "active_set R=1": active_set,
         "active_set R=16": active_set,
+        "warp products R=16": warp,
+        "active_set products R=16": active_set,
+        "products_kernel": (A2, A2, i64, A1, A2),
         "bt_kernel": (A2, A2, i64, A1, A2),
         "sqnorm_kernel": (A2, i64, A1, A1),
         "fill_kernel": (A2, i64, I1, I1, A1),
@@ -57,17 +60,23 @@ def signatures(dt):
 
 
 def kernel(name, dtype):
-    if name.startswith("warp R="):
-        return _cuda_kernels.warp_encode_kernel(int(name[7:]), dtype).py_func
-    if name.startswith("active_set R="):
-        return _cuda_kernels.warp_active_set_kernel(int(name[13:]), dtype).py_func
+    """The kernel a row of :func:`signatures` names: "warp [products] R=r",
+    "active_set [products] R=r", or a kernel of the module by its name."""
+    if " R=" in name:
+        make = _cuda_kernels.warp_encode_kernel if name.startswith("warp") else _cuda_kernels.warp_active_set_kernel
+        return make(int(name.split("R=")[1]), dtype, "products" in name).py_func
+    if name == "products_kernel":
+        return _cuda_kernels.products_kernel(dtype).py_func
     return getattr(_cuda_kernels, name).py_func
 
 
 #: Kernels whose arithmetic is float64 by design (the statistics accumulate in
 #: it; the vote measures distances in it, and the active set solves its
 #: small systems in it, as the CPU's do).
-FLOAT64_BY_DESIGN = {"stats_partial_kernel", "stats_reduce_kernel", "vote_kernel", "active_set R=1", "active_set R=16"}
+FLOAT64_BY_DESIGN = {
+    "stats_partial_kernel", "stats_reduce_kernel", "vote_kernel", "active_set R=1", "active_set R=16",
+    "active_set products R=16",
+}  # fmt: skip
 
 #: Kernels with no floating-point arithmetic at all.
 INTEGER_ONLY = {"scan_tiles_kernel", "scan_offsets_kernel", "scan_add_kernel"}
