@@ -37,6 +37,22 @@ DIFFUSION_STEPS = 16
 ZERO_MU = 1e-10
 
 
+def _nearest_rows(queries, rows):
+    """For each row of ``queries``, the index of the nearest row of ``rows``
+    (squared distances summed from the differences, ties to the first).
+
+    One query at a time: the differences of all pairs at once are a
+    (queries x rows x features) array, hundreds of megabytes where many
+    atoms are outliers, and slower for it; the distances are the same bits.
+    """
+    nearest = np.empty(queries.shape[0], dtype=np.intp)
+    for q in range(queries.shape[0]):
+        diff = rows - queries[q]
+        np.square(diff, out=diff)
+        nearest[q] = np.argmin(diff.sum(axis=1))
+    return nearest
+
+
 class BipartiteSpectrum:
     """Eigen-decomposition of the atom-side matrix M, and the map from codes
     to the embedding.
@@ -118,8 +134,7 @@ class BipartiteSpectrum:
         if self.n_outlier_atoms and atoms is not None:
             kept = np.flatnonzero(self.used)
             out = np.flatnonzero(outliers)
-            d2 = ((atoms[out, None, :] - atoms[None, kept, :]) ** 2).sum(axis=2)
-            self.stand_in = (out, kept[np.argmin(d2, axis=1)])
+            self.stand_in = (out, kept[_nearest_rows(atoms[out], atoms[kept])])
         r = 1.0 / np.sqrt(s[self.used])
         M = r[:, None] * np.asarray(XtX, dtype=np.float64)[np.ix_(self.used, self.used)] * r[None, :]
         M = 0.5 * (M + M.T)

@@ -217,3 +217,20 @@ def test_clusters_of_an_even_split_past_fifty_are_not_outliers():
     )
     assert spectrum.n_outlier_atoms == 0 and n_clusters == k
     assert clustering_accuracy(truth, results.labels) == 1.0
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_outlier_atoms_take_the_nearest_kept_atom(dtype):
+    """The stand-ins, found a query at a time, are those of all pairs'
+    differences at once (the same squared distances, bit for bit), ties to
+    the first kept atom."""
+    from fastkds.spectral import _nearest_rows
+
+    rng = np.random.default_rng(3)
+    rows = rng.normal(size=(40, 300)).astype(dtype)
+    queries = np.vstack([rng.normal(size=(6, 300)), rows[[7, 7]] + 0.0]).astype(dtype)
+    rows[9] = rows[7]  # a tie: the first of the two
+    d2 = ((queries[:, None, :] - rows[None, :, :]) ** 2).sum(axis=2)
+    got = _nearest_rows(queries, rows)
+    np.testing.assert_array_equal(got, np.argmin(d2, axis=1))
+    assert got[-1] == 7 and got.dtype == np.intp
