@@ -2,12 +2,13 @@
 
 They run on a real GPU, or on the CPU under numba's CUDA simulator::
 
-    NUMBA_ENABLE_CUDASIM=1 python -m pytest tests/test_gpu.py -q
+    NUMBA_ENABLE_CUDASIM=1 taskset -c 0 python -m pytest tests/test_gpu.py -q
 
 and skip otherwise. The simulator runs each CUDA thread as a Python thread,
 so the problems are tiny (n <= 64 points, m <= 8 atoms, T <= 10; the warp
 encoder runs 32 Python threads per point, so its problems are smaller still);
-the same tests run unchanged on a GPU.
+the same tests run unchanged on a GPU. Pinned to one core (``taskset``) they
+run several times faster: the simulated threads contend for Python's lock.
 """
 
 import itertools
