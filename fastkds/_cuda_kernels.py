@@ -827,6 +827,18 @@ def products_kernel(dtype):
     return _PRODUCT_KERNELS[key]
 
 
+@cuda.jit(device=True, inline=True)
+def _stage_entry(src, r0, c0, rows, cols, tile, e, zero):
+    """Entry ``e`` (row-major) of the shared ``tile``: ``src[r0 + r, c0 +
+    c]``, or zero past the first ``rows`` x ``cols`` of ``src``."""
+    r = e // tile.shape[1]
+    c = e - r * tile.shape[1]
+    value = zero
+    if r0 + r < rows and c0 + c < cols:
+        value = src[r0 + r, c0 + c]
+    tile[r, c] = value
+
+
 def _make_products_kernel(nbtype):
     """Compile-time dtype: the shared tiles and the micro-tile need it."""
     T, DEPTH, P = PRODUCT_TILE, PRODUCT_DEPTH, PRODUCT_THREADS
@@ -863,21 +875,10 @@ def _make_products_kernel(nbtype):
                     acc[u, v] = zero
             for k0 in range(0, d, DEPTH):
                 for q in range(LOADS):
-                    e = flat + P * P * q
                     # Y by rows (consecutive threads, consecutive features),
                     # Wt by columns (consecutive threads, consecutive atoms)
-                    row = e // DEPTH
-                    kk = e - row * DEPTH
-                    value = zero
-                    if i0 + row < n and k0 + kk < d:
-                        value = Y[i0 + row, k0 + kk]
-                    Ys[row, kk] = value
-                    kk = e // T
-                    col = e - kk * T
-                    value = zero
-                    if k0 + kk < d and j0 + col < mp:
-                        value = Wt[k0 + kk, j0 + col]
-                    Ws[kk, col] = value
+                    _stage_entry(Y, i0, k0, n, d, Ys, flat + P * P * q, zero)
+                    _stage_entry(Wt, k0, j0, d, mp, Ws, flat + P * P * q, zero)
                 cuda.syncthreads()
                 depth = d - k0  # (not min(): this numba-cuda's overload takes an iterable alone)
                 if depth > DEPTH:
