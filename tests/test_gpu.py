@@ -91,11 +91,15 @@ def test_encode_dense_matches_cpu_and_oracle(d, m, lam, T, dtype, kernel):
     np.testing.assert_allclose(obj, f, rtol=10 * TOL[dtype], atol=10 * TOL[dtype])
 
 
-@pytest.mark.parametrize("dtype,kernel", [(np.float64, "thread"), (np.float32, "thread"), (np.float32, "warp")])
-def test_far_atoms_split_matches_cpu(dtype, kernel):
+@pytest.mark.parametrize(
+    "dtype,kernel,products",
+    [(np.float64, "thread", None), (np.float32, "thread", None), (np.float32, "warp", False), (np.float32, "warp", True)],
+)
+def test_far_atoms_split_matches_cpu(dtype, kernel, products):
     """With far atoms (fastkds.prepared.far_atoms) the device encodes each
     chunk on every atom and on the near ones, and keeps for each point the
-    codes the CPU keeps (fastkds.prepared.PreparedDictionary.may_use_far)."""
+    codes the CPU keeps (fastkds.prepared.PreparedDictionary.may_use_far);
+    with ``products``, each of the two encoders on its own chunk of B."""
     rng = np.random.default_rng(7)
     n = 16 if kernel == "thread" else 4  # the two far points among them
     far = np.array([[40.0, 5.0], [-30.0, 45.0]])
@@ -103,8 +107,9 @@ def test_far_atoms_split_matches_cpu(dtype, kernel):
     W = np.vstack([rng.normal(size=(10, 2)), far])
     cpu = PreparedDictionary(W, 1.0, 10, dtype)
     assert cpu.near is not None and list(cpu.near.far) == [10, 11]
-    prepared = gpu.CudaPreparedDictionary(W, 1.0, 10, dtype, kernel=kernel)
+    prepared = gpu.CudaPreparedDictionary(W, 1.0, 10, dtype, kernel=kernel, products=products)
     assert prepared.near is not None and prepared.near.alpha_value == cpu.near.alpha_value
+    assert prepared.products is prepared.near.products is bool(products)
     X_cpu, obj_cpu = cpu.encode_dense(Y)
     # the split matters here: one step for every point gives other codes
     X_one = _naive.encode(Y, W, 1.0, 10, alpha=cpu.alpha_value)
