@@ -93,7 +93,12 @@ def test_encode_dense_matches_cpu_and_oracle(d, m, lam, T, dtype, kernel):
 
 @pytest.mark.parametrize(
     "dtype,kernel,products",
-    [(np.float64, "thread", None), (np.float32, "thread", None), (np.float32, "warp", False), (np.float32, "warp", True)],
+    [
+        (np.float64, "thread", None),
+        (np.float32, "thread", None),
+        (np.float32, "warp", False),
+        (np.float32, "warp", True),
+    ],
 )
 def test_far_atoms_split_matches_cpu(dtype, kernel, products):
     """With far atoms (fastkds.prepared.far_atoms) the device encodes each
