@@ -21,7 +21,9 @@ compiled apart, several seconds of a first fit in all; they allocate with
 """
 
 import numpy as np
-from numba import njit, prange
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
 
 from ._shared_kernels import (
     advance_iterate,
@@ -1404,3 +1406,69 @@ def first_distinct(values, size):
             out[k] = v
             k += 1
     return out[:k]
+
+
+# Philox4x64-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
+# 3", SC 2011), NumPy's ``np.random.Philox``: its multipliers and Weyl
+# constants.
+_PHILOX_M0 = np.uint64(0xD2E7470EE14C6C93)
+_PHILOX_M1 = np.uint64(0xCA5A826395121157)
+_PHILOX_W0 = np.uint64(0x9E3779B97F4A7C15)
+_PHILOX_W1 = np.uint64(0xBB67AE8584CAA73B)
+_PHILOX_ZERO = np.uint64(0)
+_DOUBLE_SHIFT = np.uint64(11)
+_DOUBLE_SCALE = 1.0 / 9007199254740992.0  # 2^-53
+
+
+@intrinsic
+def _mul_high(typingctx, a, b):
+    """The high 64 bits of the 128-bit product of two uint64: one
+    instruction on x86-64 and ARM64, where Numba has no 128-bit integer."""
+    sig = types.uint64(types.uint64, types.uint64)
+
+    def codegen(context, builder, signature, args):
+        wide = ir.IntType(128)
+        product = builder.mul(builder.zext(args[0], wide), builder.zext(args[1], wide))
+        return builder.trunc(builder.lshr(product, ir.Constant(wide, 64)), ir.IntType(64))
+
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _philox_block(counter, key):
+    """The four 64-bit outputs of Philox4x64-10 at counter ``(counter, 0, 0,
+    0)`` with key ``(key, 0)``."""
+    c0, c1, c2, c3 = counter, _PHILOX_ZERO, _PHILOX_ZERO, _PHILOX_ZERO
+    k0, k1 = key, _PHILOX_ZERO
+    for r in range(10):
+        if r > 0:
+            k0 += _PHILOX_W0
+            k1 += _PHILOX_W1
+        hi0, lo0 = _mul_high(_PHILOX_M0, c0), _PHILOX_M0 * c0
+        hi1, lo1 = _mul_high(_PHILOX_M1, c2), _PHILOX_M1 * c2
+        c0, c1, c2, c3 = hi1 ^ c1 ^ k0, lo1, hi0 ^ c3 ^ k1, lo0
+    return c0, c1, c2, c3
+
+
+@njit(parallel=True, cache=True)
+def philox_uniforms(key, row_start, out):
+    """``out[i]``: the uniform in [0, 1) of global row ``row_start + i``, the
+    output of that index in the stream of ``np.random.Philox(key=key)``,
+    made a double as NumPy makes one (its top 53 bits times 2^-53).
+
+    NumPy's generator steps its counter before each block of four outputs,
+    so output ``r`` is word ``r % 4`` of the block at counter ``r // 4 +
+    1``: blocks are independent, and each is one parallel work item. The
+    same bits as :meth:`fastkds.solvers.SufficientStatistics._uniforms`'s
+    NumPy twin, ``_naive.philox_uniforms``, whatever the thread count.
+    """
+    n = out.shape[0]
+    first = row_start // 4
+    for q in prange((row_start + n + 3) // 4 - first):
+        block = first + q
+        words = _philox_block(np.uint64(block + 1), key)
+        base = 4 * block - row_start
+        for w in range(4):
+            i = base + w
+            if 0 <= i < n:
+                out[i] = (words[w] >> _DOUBLE_SHIFT) * _DOUBLE_SCALE

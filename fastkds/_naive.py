@@ -305,3 +305,15 @@ def first_distinct(values, size):
     ``_kernels.first_distinct``."""
     _, first = np.unique(values, return_index=True)
     return values[np.sort(first)[:size]]
+
+
+def philox_uniforms(key, row_start, n):
+    """Uniforms in [0, 1) of rows ``row_start .. row_start + n - 1``: twin
+    of :func:`fastkds._kernels.philox_uniforms`, from NumPy's Philox.
+
+    Philox is counter-based: each counter value gives four 64-bit outputs,
+    so output ``i`` is found without drawing the ones before it.
+    """
+    counter, skip = divmod(row_start, 4)
+    raw = np.random.Philox(key=key, counter=counter).random_raw(n + skip)[skip:]
+    return (raw >> np.uint64(11)) * (1.0 / 2**53)

@@ -103,14 +103,12 @@ class SufficientStatistics:
             self._sample_candidates(Y, objective)
 
     def _uniforms(self, row_start, n):
-        """Uniforms in [0, 1) of rows ``row_start .. row_start + n - 1``.
-
-        Philox is counter-based: each counter value gives four 64-bit
-        outputs, so output ``i`` is found without drawing the ones before it.
-        """
-        counter, skip = divmod(row_start, 4)
-        raw = np.random.Philox(key=self.key, counter=counter).random_raw(n + skip)[skip:]
-        return (raw >> np.uint64(11)) * (1.0 / 2**53)
+        """Uniforms in [0, 1) of rows ``row_start .. row_start + n - 1``:
+        NumPy's Philox stream of the key, on the threads
+        (:func:`fastkds._kernels.philox_uniforms`)."""
+        out = np.empty(n)
+        _kernels.philox_uniforms(np.uint64(self.key), row_start, out)
+        return out
 
     def _sample_candidates(self, Y, objective):
         # Efraimidis-Spirakis weighted reservoir: keep the largest log(u) / w.

@@ -365,6 +365,20 @@ def test_candidates_drawn_only_from_points_with_positive_objective():
     assert len({tuple(c) for c in stats.candidates}) == 5  # no point twice
 
 
+@pytest.mark.parametrize(
+    "key,row_start,n", [(0, 0, 0), (1, 0, 1), (2**64 - 1, 3, 17), (0x9E3779B97F4A7C15, 5, 1000), (7, 10**12 + 2, 999)]
+)
+def test_reservoir_uniforms_are_numpys_philox(key, row_start, n):
+    """The kernel's uniforms are NumPy's Philox stream, bit for bit, from
+    any row (the first and last blocks cut short) and with any key."""
+    from fastkds import _kernels
+
+    out = np.empty(n)
+    _kernels.philox_uniforms(np.uint64(key), row_start, out)
+    np.testing.assert_array_equal(out, _naive.philox_uniforms(key, row_start, n))
+    assert np.all((out >= 0) & (out < 1))
+
+
 def test_duplicate_atoms():
     rng = np.random.default_rng(11)
     W = rng.normal(size=(7, 3))
