@@ -36,9 +36,9 @@ fi
 $PY -c "import numpy; from fastkds import gpu; print('numpy', numpy.__version__, '- CUDA usable:', gpu.cuda_available())" 2>&1 | tee -a "$OUT/device.txt"
 DATA_ARGS=()
 [ -n "${DATA:-}" ] && DATA_ARGS=(--data "$DATA")
-timeout "${E2E_TIMEOUT:-240}" $PY bench/gpu_end_to_end.py "${DATA_ARGS[@]}" ${E2E_ARGS:-} 2>&1 | tee "$OUT/end_to_end.log"
+timeout "${E2E_TIMEOUT:-300}" $PY bench/gpu_end_to_end.py "${DATA_ARGS[@]}" ${E2E_ARGS:-} 2>&1 | tee "$OUT/end_to_end.log"
 TESTS=${TESTS:-tests/test_gpu.py tests/test_gpu_ptx.py tests/test_gpu_import.py tests/test_gpu_launch.py}
-timeout "${TEST_TIMEOUT:-170}" $PY -m pytest -q -p no:cacheprovider -p no:randomly --durations=5 $TESTS 2>&1 \
+timeout "${TEST_TIMEOUT:-200}" $PY -m pytest -q -p no:cacheprovider -p no:randomly --durations=5 $TESTS 2>&1 \
   | tee "$OUT/tests.log"
 if [ -n "${OLD:-}" ]; then
   # the same sections on the other checkout's package (the benchmark file is this one's)
