@@ -1377,6 +1377,11 @@ def seeding_rounds(
         potential = potentials[best]
 
 
+#: 2^64 / phi, odd: Fibonacci hashing's multiplier, and Philox's first Weyl
+#: constant.
+_GOLDEN_64 = np.uint64(0x9E3779B97F4A7C15)
+
+
 @njit(cache=True, nogil=True)
 def first_distinct(values, size):
     """The first ``size`` distinct entries of ``values`` (non-negative
@@ -1398,7 +1403,7 @@ def first_distinct(values, size):
         if k == out.shape[0]:
             break
         # Fibonacci hashing: the product's high bits spread nearby integers
-        slot = np.int64((np.uint64(v) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(32)) & mask
+        slot = np.int64((np.uint64(v) * _GOLDEN_64) >> np.uint64(32)) & mask
         while table[slot] != -1 and table[slot] != v:
             slot = (slot + 1) & mask
         if table[slot] == -1:
@@ -1413,7 +1418,7 @@ def first_distinct(values, size):
 # constants.
 _PHILOX_M0 = np.uint64(0xD2E7470EE14C6C93)
 _PHILOX_M1 = np.uint64(0xCA5A826395121157)
-_PHILOX_W0 = np.uint64(0x9E3779B97F4A7C15)
+_PHILOX_W0 = _GOLDEN_64
 _PHILOX_W1 = np.uint64(0xBB67AE8584CAA73B)
 _PHILOX_ZERO = np.uint64(0)
 _DOUBLE_SHIFT = np.uint64(11)

@@ -423,8 +423,9 @@ class CudaBuffers:
     def products_buffers(self, n_columns):
         """``(B, yy)``: ``Y W^T`` (capacity x ``n_columns``, the padded atoms)
         and the squared norms of the rows, for the warp encoders that read
-        them (made on first use, and again for another column count)."""
-        if self._products is None or self._products[0].shape[1] != n_columns:
+        them (made on first use: every dictionary these buffers serve has
+        their atom count, so the same padded columns)."""
+        if self._products is None:
             s = self.stream
             self._products = (
                 cuda.device_array((self.capacity, n_columns), dtype=self.dtype, stream=s),
