@@ -1120,7 +1120,13 @@ class CudaLabelVote:
         per_slot = 8 * (m + n_probe + 2 * model.n_neighbors)
         self.n_slots = max(_config.CUDA_THREADS, self.budget // 2 // per_slot)
         self._scratch = None
+        self._rows = None  # device rows and labels (_rows_buffers)
         self._shape = (m, n_probe, model.n_neighbors)
+
+    def chunk_rows(self, n_features, itemsize):
+        """Rows :meth:`predict` sends to the device at once: half the budget
+        of points (the other half is the threads' scratch)."""
+        return max(1, self.budget // 2 // (n_features * itemsize + 4))
 
     def predict(self, Y):
         """Labels of the rows of ``Y``, as ``model.predict(Y)`` gives them.
@@ -1139,7 +1145,7 @@ class CudaLabelVote:
         out = np.empty(n, dtype=np.int32)
         if n == 0:
             return out
-        rows = max(1, min(n, self.budget // 2 // (Y.shape[1] * Y.itemsize + 4)))
+        rows = min(n, self.chunk_rows(Y.shape[1], Y.itemsize))
         slots = min(self.n_slots, rows)
         if self._scratch is None or self._scratch[0].shape[0] < slots:
             m, n_probe, q = self._shape
@@ -1150,17 +1156,28 @@ class CudaLabelVote:
                 cuda.device_array((slots, q), dtype=np.int64, stream=self.stream),
             )
         atom_dist, probe, best_dist, best_idx = (a[:slots] for a in self._scratch)
+        d_Y, d_out = self._rows_buffers(rows, Y.shape[1], Y.dtype)
         s = self.stream
-        d_out = cuda.device_array(rows, dtype=np.int32, stream=s)
         for start, stop in iter_chunks(n, rows):
             k = stop - start
-            d_Y = cuda.to_device(Y[start:stop], stream=s)
+            d_Y[:k].copy_to_device(Y[start:stop], stream=s)
             tpb = min(_config.CUDA_THREADS, -(-min(k, slots) // 32) * 32)
             blocks = -(-min(k, slots) // tpb)
             _configured(vote_kernel, blocks, tpb, s)(
-                d_Y, k, self.d_atoms, self.d_references, self.d_cell_start, self.d_cell_refs,
+                d_Y[:k], k, self.d_atoms, self.d_references, self.d_cell_start, self.d_cell_refs,
                 self.d_cell_label, self.d_labels, self.model.ranked, atom_dist, probe, best_dist, best_idx, d_out,
             )  # fmt: skip
             d_out[:k].copy_to_host(out[start:stop], stream=s)
-            s.synchronize()  # the chunk's device copy and labels are then free
+            s.synchronize()  # the chunk's rows and labels are then free for the next
         return out
+
+    def _rows_buffers(self, rows, n_features, dtype):
+        """Device buffers for ``rows`` points and their labels, kept for the
+        next calls (a fit labels its points in many chunks of one size)."""
+        kept = self._rows
+        if kept is None or kept[0].shape[0] < rows or kept[0].shape[1] != n_features or kept[0].dtype != dtype:
+            kept = self._rows = (
+                cuda.device_array((rows, n_features), dtype=dtype, stream=self.stream),
+                cuda.device_array(rows, dtype=np.int32, stream=self.stream),
+            )
+        return kept

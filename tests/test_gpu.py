@@ -608,6 +608,29 @@ def test_kds_fit_on_cuda_matches_cpu(monkeypatch):
     np.testing.assert_allclose(a.toarray(), b.toarray(), atol=1e-10)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_warm_start_stages_share_one_allocation_of_buffers(monkeypatch):
+    """A fit through the warm-start stages (10, 100, then all 600 points)
+    allocates its GPU buffer sets once, for the largest stage, and fits as
+    the CPU does."""
+    if gpu.in_simulator():
+        monkeypatch.setattr(_config, "CUDA_WARP_MIN_ATOMS", 10**9)
+    asked = []
+    original = gpu.CudaPreparedDictionary.allocate
+
+    def counted(self, chunk_size, **kw):
+        asked.append(chunk_size)
+        return original(self, chunk_size, **kw)
+
+    monkeypatch.setattr(gpu.CudaPreparedDictionary, "allocate", counted)
+    Y, _ = fastkds.make_moons(600, random_state=1)
+    kw = dict(lam=5.0, n_iter=6, encoder="apg", max_epochs=2, presample=10, random_state=0)
+    gpu_model = fastkds.KDS(4, device="cuda", **kw).fit(Y)
+    assert asked == [600] * _config.CUDA_BUFFER_SETS
+    cpu = fastkds.KDS(4, device="cpu", **kw).fit(Y)
+    np.testing.assert_allclose(gpu_model.components_, cpu.components_, rtol=1e-9, atol=1e-10)
+
+
 def test_sparse_encode_device_cuda_matches_cpu(monkeypatch):
     if gpu.in_simulator():  # the thread encoder, to keep the simulator quick (36 s with the warp one)
         monkeypatch.setattr(_config, "CUDA_WARP_MIN_ATOMS", 10**9)
@@ -657,7 +680,7 @@ def test_vote_on_cuda_matches_cpu(dtype):
     whose probed cells are empty (it probes further), fewer candidates than
     voters, in chunks smaller than the data and with fewer threads; ranked
     votes and one vote a neighbour."""
-    from fastkds.estimators._base import predict_by_vote
+    from fastkds.estimators._base import predict_by_vote, vote_labeller
     from fastkds.label_vote import LabelVote
 
     rng = np.random.default_rng(5)
@@ -677,3 +700,11 @@ def test_vote_on_cuda_matches_cpu(dtype):
     assert len(set(model.predict(Y))) == 2
     np.testing.assert_array_equal(predict_by_vote(model, Y, None, "cuda"), model.predict(Y))
     assert gpu.CudaLabelVote(model).predict(Y[:0]).shape == (0,)
+    # one labeller over calls of several sizes keeps its device rows (a fit
+    # labels in many chunks); a smaller call after a larger one reuses them
+    on_device = gpu.CudaLabelVote(model, budget=budget)
+    for part in (Y[:5], Y, Y[3:9], Y):
+        np.testing.assert_array_equal(on_device.predict(part), model.predict(part))
+    assert on_device._rows[0].shape == (min(Y.shape[0], 64), 2)
+    _, rows = vote_labeller(model, "cuda", None, 2, Y.itemsize)
+    assert rows >= _config.LABEL_CHUNK  # a fit's points go to the GPU in as few calls as fit its budget

@@ -334,8 +334,8 @@ def fit_vote(
         results.vote(label_vote)
         return label_vote  # lazy labels: not counted
     else:
-        label = vote_labeller(label_vote, device, n_jobs)
-        results.write_labels(counted(label(chunk) for _, chunk in source_chunks(Y, _config.LABEL_CHUNK)))
+        label, rows = vote_labeller(label_vote, device, n_jobs, Y.shape[1], Y.dtype.itemsize)
+        results.write_labels(counted(label(chunk) for _, chunk in source_chunks(Y, rows)))
     if not held.all():
         warn(
             f"the neighbours' vote left {np.count_nonzero(held)} distinct clusters of n_clusters={n_clusters}: "
@@ -346,22 +346,30 @@ def fit_vote(
     return label_vote
 
 
-def vote_labeller(label_vote, device, n_jobs):
-    """``rows -> labels`` by ``label_vote``: on the GPU where ``device``
-    runs the kernels there (:class:`fastkds.gpu.CudaLabelVote`, the same
-    labels), else on ``n_jobs`` CPU threads."""
+def vote_labeller(label_vote, device, n_jobs, n_features, itemsize):
+    """``(label, rows)``: ``label`` maps rows to their labels by
+    ``label_vote``, on the GPU where ``device`` runs the kernels there
+    (:class:`fastkds.gpu.CudaLabelVote`, the same labels), else on
+    ``n_jobs`` CPU threads; ``rows`` is how many to give it at once.
+
+    ``rows`` is :data:`~fastkds._config.LABEL_CHUNK` on the CPU, and on the
+    GPU as many as its budget holds, if more: each call there is a copy to
+    the device, a launch and a synchronisation, which on 10^7 low-dimensional
+    points in chunks of ``LABEL_CHUNK`` cost more than the labelling itself.
+    """
     if runs_on_cuda(device):
         from .. import gpu
 
-        return gpu.CudaLabelVote(label_vote).predict
-    return functools.partial(label_vote.predict, n_jobs=n_jobs)
+        on_device = gpu.CudaLabelVote(label_vote)
+        return on_device.predict, max(_config.LABEL_CHUNK, on_device.chunk_rows(n_features, itemsize))
+    return functools.partial(label_vote.predict, n_jobs=n_jobs), _config.LABEL_CHUNK
 
 
 def predict_by_vote(label_vote, Y, n_jobs, device="cpu"):
     """Labels of validated ``Y`` (an array or a :class:`ChunkSource`) by ``label_vote``, on ``device``."""
-    label = vote_labeller(label_vote, device, n_jobs)
+    label, rows = vote_labeller(label_vote, device, n_jobs, Y.shape[1], Y.dtype.itemsize)
     parts = []
-    for _, chunk in source_chunks(Y, _config.LABEL_CHUNK):
+    for _, chunk in source_chunks(Y, rows):
         label_vote.check_rows(chunk)  # new points: the fit's were checked by its encoder
         parts.append(label(chunk))
     return np.concatenate(parts) if parts else np.empty(0, dtype=np.int32)
