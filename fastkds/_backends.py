@@ -78,6 +78,7 @@ class CudaBackend:
 
         gpu.require_cuda()
         self._gpu = gpu
+        self._kept = None  # the last buffer sets allocate made (see allocate)
 
     def prepare(self, W, lam, n_iter, dtype, step="centred", encoder="apg"):
         return self._gpu.CudaPreparedDictionary(W, lam, n_iter, dtype, step=step, encoder=encoder)
@@ -86,9 +87,23 @@ class CudaBackend:
         return self._gpu.default_chunk_size_cuda(n_features, n_atoms, itemsize)
 
     def allocate(self, prepared, chunk_size):
-        # several buffer sets: while the host takes one chunk's codes, the GPU
-        # encodes the next ones
-        return [prepared.allocate(chunk_size) for _ in range(_config.CUDA_BUFFER_SETS)]
+        """``_config.CUDA_BUFFER_SETS`` buffer sets for chunks of up to
+        ``chunk_size`` rows: while the host takes one chunk's codes, the GPU
+        encodes the next ones.
+
+        The sets of the last call are given again where they hold as many
+        rows of the same atoms, features and dtype: pinned host memory is
+        slow to allocate (docs/gpu.md), and a fit's warm-start stages each
+        ask for sets, the first for its largest stage's rows
+        (:func:`fastkds.warmstart.fit_stages`). One fit uses its backend
+        at a time, so the sets are never in two passes at once.
+        """
+        key = (prepared.n_atoms, prepared.n_features, prepared.dtype)
+        if self._kept is not None and self._kept[0] == key and self._kept[1][0].capacity >= chunk_size:
+            return self._kept[1]
+        sets = [prepared.allocate(chunk_size) for _ in range(_config.CUDA_BUFFER_SETS)]
+        self._kept = (key, sets)
+        return sets
 
     def run_epoch(self, Y, prepared, chunk_size, stats=None, buffers=None, codes_out=None):
         if not isinstance(Y, ChunkSource):

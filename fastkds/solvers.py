@@ -339,6 +339,7 @@ def fit_alternating(
     encoder="apg",
     last_epoch=None,
     best_before=None,
+    buffer_rows=None,
 ):
     """Alternating minimisation with the exact dictionary step.
 
@@ -375,6 +376,10 @@ def fit_alternating(
         sample of these points: an estimate of theirs, which the stopping
         rule counts among the earlier epochs' (so a first epoch that does
         not lower it by ``tol`` ends the fit).
+    buffer_rows : int or None, default=None
+        Rows of the buffer sets asked of ``backend`` (None: ``min(chunk_size,
+        n)``). The warm-start stages ask for their largest stage's, so that
+        a backend that keeps its sets (the GPU's) allocates them once.
 
     Returns
     -------
@@ -398,7 +403,7 @@ def fit_alternating(
             W = W.astype(Y.dtype).astype(np.float64)
         prepared = backend.prepare(W, lam, n_iter, Y.dtype, step, encoder)
         if buffers is None:  # same shapes every epoch: allocate once
-            buffers = backend.allocate(prepared, min(chunk_size, n))
+            buffers = backend.allocate(prepared, min(chunk_size, n) if buffer_rows is None else buffer_rows)
         stats = SufficientStatistics(m, d, n_candidates=m, random_state=random_state)
         codes = None if new_sink is None else new_sink()
         backend.run_epoch(Y, prepared, chunk_size, stats, buffers, codes)

@@ -80,7 +80,8 @@ def nested_samples(take, rng, n, ladder):
     order = random_rows(rng, n, ladder[-1])
     rows = np.sort(order)
     largest = take(rows)
-    return [largest[np.searchsorted(rows, np.sort(order[:size]))] for size in ladder]
+    # the largest sample is all of ``rows``: only the smaller ones are searched for
+    return [largest[np.searchsorted(rows, np.sort(order[:size]))] for size in ladder[:-1]] + [largest]
 
 
 def check_init(init, n_atoms, n_features):
@@ -300,6 +301,12 @@ def fit_stages(stages, W, p, rng, dtype, display, last_epoch=None):
         starts a fresh stream).
     """
     converged, epochs, history = False, 0, []
+    chunks = [chunk_rows(backend, p["chunk_size"], data.shape[1], p["n_atoms"]) for _, data, backend in stages]
+    # each backend's buffer sets for its largest stage, from its first: the
+    # stages grow ten-fold, and the GPU's sets are slow to allocate
+    rows = {}
+    for (_, data, backend), chunk in zip(stages, chunks):
+        rows[id(backend)] = max(rows.get(id(backend), 1), min(chunk, data.shape[0]))
     for stage, (label, data, backend) in enumerate(stages):
         bar, progress = _progress.epochs(display, f"KDS epochs ({label}, n={data.shape[0]:,})", p["max_epochs"])
         try:
@@ -313,12 +320,13 @@ def fit_stages(stages, W, p, rng, dtype, display, last_epoch=None):
                     tol=p["tol"],
                     step=p["step"],
                     encoder=p["encoder"],
-                    chunk_size=chunk_rows(backend, p["chunk_size"], data.shape[1], p["n_atoms"]),
+                    chunk_size=chunks[stage],
                     random_state=rng,
                     backend=backend,
                     progress=progress,
                     last_epoch=last_epoch if stage == len(stages) - 1 else None,
                     best_before=min(history) if history else None,
+                    buffer_rows=rows[id(backend)],
                 )
         finally:
             _progress.close(bar)

@@ -99,6 +99,27 @@ def test_presample_ladder_sizes():
     assert ladder(20_000, 10**7, 784, 8) == [20_000]  # 200,000 x 784 doubles > 256 MiB
 
 
+def test_nested_samples_are_prefixes_of_one_random_order():
+    # each sample holds the first `size` rows of one random order, in row
+    # order, and is taken from the one gather of the largest
+    from fastkds.sources import random_rows
+    from fastkds.warmstart import nested_samples
+
+    Y = np.arange(40_000, dtype=np.float64).reshape(-1, 2)
+    gathered = []
+
+    def take(rows):
+        gathered.append(rows)
+        return Y[rows]
+
+    samples = nested_samples(take, np.random.RandomState(4), Y.shape[0], [20, 200, 2000])
+    order = random_rows(np.random.RandomState(4), Y.shape[0], 2000)
+    assert len(gathered) == 1
+    for size, sample in zip([20, 200, 2000], samples):
+        np.testing.assert_array_equal(sample, Y[np.sort(order[:size])])
+    assert nested_samples(take, np.random.RandomState(4), Y.shape[0], []) == []
+
+
 def test_presample_ladder_fit_runs_every_stage(monkeypatch):
     import fastkds.warmstart as est
 
