@@ -23,8 +23,10 @@ fastkds). Sections:
   float32 and float64: seconds and accuracy, seed 0, fitted twice: the
   first fit compiles the encoders for its atom counts (once per machine
   where numba's cache is kept), the second is the figure.
-- ``torch``: MNIST-like data (``--mnist-n`` clustered non-negative
-  unit-norm vectors, d=784, m=500, T=100, lam=0.5), encoded by fastkds's
+- ``torch``: MNIST-like data (for each of ``--mnist-n``, that many
+  clustered non-negative unit-norm vectors, d=784, m=500, T=100,
+  lam=0.5; fastkds's fixed cost per call, the dictionary's preparation and
+  the first transfers, weighs on the smaller), encoded by fastkds's
   warp encoder and by PyTorch (dense tensors, T steps of accelerated
   projected gradient from x = 0 at the paper's step ``1 / sigma_max(W)^2``,
   sort-based projection), with the gradient as the paper writes it,
@@ -217,15 +219,21 @@ def torch_rows(args, gpu):
     if not torch.cuda.is_available():
         print("torch: PyTorch sees no GPU: no baseline")
         return
+    for n in args.mnist_n:
+        torch_rows_at(n, args, torch)
+
+
+def torch_rows_at(n, args, torch):
+    """The ``torch`` section's rows for ``n`` MNIST-like points."""
     m, T, lam = MNIST5.n_atoms, MNIST5.n_iter, MNIST5.lam
-    Y = mnist_like(args.mnist_n).astype(np.float32)
+    Y = mnist_like(n).astype(np.float32)
     W = Y[np.random.default_rng(1).choice(Y.shape[0], m, replace=False)].astype(np.float64)
     check = slice(0, 2000)
     sparse_encode(Y[:2000], W, lam=lam, encoder="apg", n_iter=T, device="cuda")  # compile
     t, C = best_of(lambda: sparse_encode(Y, W, lam=lam, encoder="apg", n_iter=T, device="cuda"), args.repeat)
     ours = Y.shape[0] / t
     f_ours = objective(Y[check], W, C[check].toarray(), lam)
-    print(f"torch: fastkds sparse_encode(device='cuda') {Y.shape[0]:,} x 784, m={m}, T={T}, float32: "
+    print(f"torch n={n:,}: fastkds sparse_encode(device='cuda') {Y.shape[0]:,} x 784, m={m}, T={T}, float32: "
           f"{ours:,.0f} points/s, mean objective {f_ours:.6f}", flush=True)  # fmt: skip
     # fastkds's step (centred) gets further per step than the paper's: the
     # fewest steps whose codes are as good as the paper's T on these points
@@ -238,14 +246,17 @@ def torch_rows(args, gpu):
     if equal_T < T:
         t, C = best_of(lambda: sparse_encode(Y, W, lam=lam, encoder="apg", n_iter=equal_T, device="cuda"), args.repeat)
         ours_equal = Y.shape[0] / t
-        print(f"torch: fastkds at T={equal_T}, the fewest steps whose mean objective is at most the paper's "
+        print(f"torch n={n:,}: fastkds at T={equal_T}, the fewest steps whose mean objective is at most the paper's "
               f"T={T} ({target:.6f}; NumPy, float64): {ours_equal:,.0f} points/s, mean objective "
               f"{objective(Y[check], W, C[check].toarray(), lam):.6f}", flush=True)  # fmt: skip
     sparse_encode(Y[:2000], W, lam=lam, encoder="active-set", device="cuda")  # compile
     t, C = best_of(lambda: sparse_encode(Y, W, lam=lam, encoder="active-set", device="cuda"), args.repeat)
     exact = Y.shape[0] / t
-    print(f"torch: fastkds exact codes (encoder='active-set', device='cuda'): {exact:,.0f} points/s, "
+    print(f"torch n={n:,}: fastkds exact codes (encoder='active-set', device='cuda'): {exact:,.0f} points/s, "
           f"mean objective {objective(Y[check], W, C[check].toarray(), lam):.6f}", flush=True)  # fmt: skip
+    t_small, _ = best_of(lambda: sparse_encode(Y[check], W, lam=lam, encoder="active-set", device="cuda"), args.repeat)
+    print(f"torch n={n:,}: the same on its first 2,000 points: {1e3 * t_small:.1f} ms (mostly the fixed cost of "
+          f"a call: validation, the dictionary's preparation, launches)", flush=True)  # fmt: skip
     # the warp encoders with each point's products formed inside them, as
     # before the tiled product kernel (the same codes, bit for bit)
     from fastkds import _config
@@ -257,7 +268,7 @@ def torch_rows(args, gpu):
             settings = dict(encoder=encoder, device="cuda") | ({} if steps is None else dict(n_iter=steps))
             sparse_encode(Y[:2000], W, lam=lam, **settings)  # compile
             t, _ = best_of(lambda: sparse_encode(Y, W, lam=lam, **settings), args.repeat)
-            print(f"torch: fastkds encoder={encoder!r} with the products inside the encoder: "
+            print(f"torch n={n:,}: fastkds encoder={encoder!r} with the products inside the encoder: "
                   f"{Y.shape[0] / t:,.0f} points/s; the tiled products first: {tiled_rate:,.0f} "
                   f"({tiled_rate * t / Y.shape[0]:.2f}x)", flush=True)  # fmt: skip
     finally:
@@ -279,7 +290,7 @@ def torch_rows(args, gpu):
             t, X = best_of(run, args.repeat)
             f = objective(Y[check], W, X[check].cpu().numpy(), lam)
             form = "Gram form z G - B" if gram else "paper's form (z W - Y) W^T"
-            print(f"torch: PyTorch {torch.__version__}, {form}, TF32 {'on' if tf32 else 'off'}: "
+            print(f"torch n={n:,}: PyTorch {torch.__version__}, {form}, TF32 {'on' if tf32 else 'off'}: "
                   f"{Y.shape[0] / t:,.0f} points/s, mean objective {f:.6f}; fastkds / PyTorch: "
                   f"{ours * t / Y.shape[0]:.2f}x at T={T}, {ours_equal * t / Y.shape[0]:.2f}x at "
                   f"T={equal_T}, {exact * t / Y.shape[0]:.2f}x exact", flush=True)  # fmt: skip
@@ -291,7 +302,9 @@ SECTIONS = {"api": api, "fit": fit, "mnist5": mnist5, "torch": torch_rows}
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=10_000_000, help="moons points (api, fit)")
-    ap.add_argument("--mnist-n", type=int, default=20_000, help="MNIST-like points (torch)")
+    ap.add_argument(
+        "--mnist-n", type=int, nargs="+", default=[20_000, 200_000], help="MNIST-like points (torch), one run each"
+    )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument(
         "--data", default=None, help="the data folder (holding mnist/); default: FASTKDS_DATA or ../shared/data"
