@@ -8,11 +8,13 @@ against ``np.unique(return_index=True)``, which sorts them (its NumPy twin,
 rows; n is the sample, drawn from 10 n rows with half as many draws again
 as the sample, as random_rows draws.
 
-The re-seed candidates' uniforms, one per point of each epoch's pass
-(``fastkds.solvers.SufficientStatistics``): NumPy's Philox stream of a key
-formed on the threads (``_kernels.philox_uniforms``) against NumPy's own
-generator (``_naive.philox_uniforms``, what the statistics used before);
-the same bits.
+The re-seed candidates, a weighted reservoir of the points of each epoch's
+pass (``fastkds.solvers.SufficientStatistics``): the best keys ``log(u) /
+w`` of a chunk, u from NumPy's Philox stream, formed and selected in one
+pass on the threads (``_kernels.reservoir_top``, its blocks joined as the
+statistics join them) against NumPy's generator, ``log``, division and
+``partition`` (``_naive.reservoir_top``, what the statistics used
+before); the same rows. 24 candidates, as many as the moons' atoms.
 
     pytest bench/bench_random_rows.py --benchmark-only --benchmark-group-by=param:n
 """
@@ -35,14 +37,23 @@ def test_first_distinct(benchmark, n, impl):
     assert rows.shape == (n,)
 
 
-@pytest.mark.benchmark(group="reservoir uniforms")
-@pytest.mark.parametrize("impl", ["kernel", "np.random.Philox"])
-def test_philox_uniforms(benchmark, n, impl):
-    key, out = np.uint64(0x243F6A8885A308D3), np.empty(n)
-    _kernels.philox_uniforms(key, 3, out[:10])  # compile
-    if impl == "kernel":
-        benchmark.pedantic(_kernels.philox_uniforms, args=(key, 3, out), rounds=5, iterations=1)
-    else:
-        out = benchmark.pedantic(_naive.philox_uniforms, args=(int(key), 3, n), rounds=5, iterations=1)
+@pytest.mark.benchmark(group="reservoir candidates")
+@pytest.mark.parametrize("impl", ["kernel", "NumPy"])
+def test_reservoir_top(benchmark, n, impl):
+    import numba
+
+    key, k = 0x243F6A8885A308D3, 24
+    objective = np.random.default_rng(0).random(n, dtype=np.float32)
+    n_blocks = max(1, min(4 * numba.get_num_threads(), n // 4096))
+    keys, rows = np.empty((n_blocks, k)), np.empty((n_blocks, k), dtype=np.int64)
+
+    def kernel():
+        _kernels.reservoir_top(np.uint64(key), 3, objective, keys, rows)
+        kept = rows >= 0
+        return rows[kept][np.lexsort((rows[kept], -keys[kept]))[:k]]
+
+    kernel()  # compile
+    fn = kernel if impl == "kernel" else (lambda: _naive.reservoir_top(key, 3, objective, k)[1])
+    top = benchmark.pedantic(fn, rounds=5, iterations=1)
     record(benchmark, n)
-    assert out.shape == (n,) and 0 <= out.min() and out.max() < 1
+    np.testing.assert_array_equal(top, _naive.reservoir_top(key, 3, objective, k)[1])

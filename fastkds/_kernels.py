@@ -1456,24 +1456,67 @@ def _philox_block(counter, key):
 
 
 @njit(parallel=True, cache=True)
-def philox_uniforms(key, row_start, out):
-    """``out[i]``: the uniform in [0, 1) of global row ``row_start + i``, the
-    output of that index in the stream of ``np.random.Philox(key=key)``,
-    made a double as NumPy makes one (its top 53 bits times 2^-53).
+def reservoir_top(key, row_start, objective, top_keys, top_rows):
+    """Each block's largest Efraimidis-Spirakis keys ``log(u_i) / w_i``,
+    the reservoir sample of :class:`fastkds.solvers.SufficientStatistics`.
 
-    NumPy's generator steps its counter before each block of four outputs,
-    so output ``r`` is word ``r % 4`` of the block at counter ``r // 4 +
-    1``: blocks are independent, and each is one parallel work item. The
-    same bits as :meth:`fastkds.solvers.SufficientStatistics._uniforms`'s
-    NumPy twin, ``_naive.philox_uniforms``, whatever the thread count.
+    ``u_i`` is output ``r = row_start + i`` of ``np.random.Philox(key=key)``
+    made a double as NumPy makes one (its top 53 bits times 2^-53). NumPy
+    steps the counter before each block of four outputs, so output ``r`` is
+    word ``r % 4`` of the block at counter ``r // 4 + 1``: any row's is
+    found without the ones before it. ``w_i = objective[i]``; a zero weight
+    gives ``-inf`` (drawn last).
+
+    The rows are cut into ``top_keys.shape[0]`` blocks; block ``b`` keeps its
+    ``k = top_keys.shape[1]`` best keys (the largest, ties to the lower
+    row), in no order, in ``top_keys[b]`` and their chunk-local rows in
+    ``top_rows[b]``, ``-1`` in the slots a short block leaves empty. The
+    chunk's best ``k`` are among them whatever the blocks. One pass makes
+    the uniforms, the keys and the selection, on the threads, where NumPy's
+    generator, ``log``, division and ``partition`` made four on one (the
+    twin, :func:`fastkds._naive.reservoir_top`).
     """
-    n = out.shape[0]
-    first = row_start // 4
-    for q in prange((row_start + n + 3) // 4 - first):
-        block = first + q
-        words = _philox_block(np.uint64(block + 1), key)
-        base = 4 * block - row_start
-        for w in range(4):
-            i = base + w
-            if 0 <= i < n:
-                out[i] = (words[w] >> _DOUBLE_SHIFT) * _DOUBLE_SCALE
+    n = objective.shape[0]
+    n_blocks, k = top_keys.shape
+    for b in prange(n_blocks):
+        lo = n * b // n_blocks
+        hi = n * (b + 1) // n_blocks
+        keys = top_keys[b]
+        rows = top_rows[b]
+        for j in range(k):
+            keys[j] = -np.inf
+            rows[j] = -1
+        count = 0
+        worst = 0  # the kept key that goes first: the smallest, ties to the higher row
+        block = -1
+        words = (_PHILOX_ZERO, _PHILOX_ZERO, _PHILOX_ZERO, _PHILOX_ZERO)
+        for i in range(lo, hi):
+            r = row_start + i
+            if r // 4 != block:
+                block = r // 4
+                words = _philox_block(np.uint64(block + 1), key)
+            u = (words[r % 4] >> _DOUBLE_SHIFT) * _DOUBLE_SCALE
+            w = np.float64(objective[i])
+            value = np.log(u) / w if w > 0.0 else -np.inf
+            if count < k:  # rows come in order: a new one loses every tie
+                keys[count] = value
+                rows[count] = i
+                count += 1
+                if count == k:
+                    worst = _reservoir_worst(keys, rows)
+            elif value > keys[worst]:
+                keys[worst] = value
+                rows[worst] = i
+                worst = _reservoir_worst(keys, rows)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _reservoir_worst(keys, rows):
+    """The slot of the kept key that a better one replaces: the smallest,
+    ties to the higher row."""
+    worst = 0
+    for j in range(1, keys.shape[0]):
+        if keys[j] < keys[worst] or (keys[j] == keys[worst] and rows[j] > rows[worst]):
+            worst = j
+    return worst
+

@@ -308,8 +308,8 @@ def first_distinct(values, size):
 
 
 def philox_uniforms(key, row_start, n):
-    """Uniforms in [0, 1) of rows ``row_start .. row_start + n - 1``: twin
-    of :func:`fastkds._kernels.philox_uniforms`, from NumPy's Philox.
+    """Uniforms in [0, 1) of rows ``row_start .. row_start + n - 1``, from
+    NumPy's Philox: those :func:`fastkds._kernels.reservoir_top` forms.
 
     Philox is counter-based: each counter value gives four 64-bit outputs,
     so output ``i`` is found without drawing the ones before it.
@@ -317,3 +317,23 @@ def philox_uniforms(key, row_start, n):
     counter, skip = divmod(row_start, 4)
     raw = np.random.Philox(key=key, counter=counter).random_raw(n + skip)[skip:]
     return (raw >> np.uint64(11)) * (1.0 / 2**53)
+
+
+def reservoir_top(key, row_start, objective, k):
+    """The ``k`` largest keys ``log(u) / w`` of a chunk's rows and those
+    rows (chunk-local), largest first, ties to the lower row: twin of
+    :func:`fastkds._kernels.reservoir_top` with its blocks joined, by
+    NumPy's ``log``, division and ``partition``."""
+    n = objective.shape[0]
+    k = min(k, n)
+    w = objective.astype(np.float64)
+    with np.errstate(divide="ignore", over="ignore"):
+        keys = np.log(philox_uniforms(key, row_start, n)) / w  # w = 0 -> -inf: drawn last
+    if k == 0:
+        return np.empty(0), np.empty(0, dtype=np.int64)
+    thr = np.partition(keys, n - k)[n - k]
+    top = np.flatnonzero(keys > thr)
+    top = np.concatenate([top, np.flatnonzero(keys == thr)[: k - top.size]])
+    order = np.lexsort((top, -keys[top]))
+    return keys[top][order], top[order]
+

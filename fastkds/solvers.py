@@ -14,6 +14,11 @@ from . import _config, _kernels
 from ._validation import read_only
 
 
+#: Fewest rows a block of the reservoir kernel takes (bar a chunk's only
+#: block): below it, the blocks' own selections cost more than they share out.
+_RESERVOIR_BLOCK_ROWS = 4096
+
+
 def _part_bytes(n_atoms, n_features):
     """Bytes of one part's partial sums, ``m x (m + d)`` float64."""
     return 8 * n_atoms * (n_atoms + n_features)
@@ -102,31 +107,29 @@ class SufficientStatistics:
         if self.n_candidates:
             self._sample_candidates(Y, objective)
 
-    def _uniforms(self, row_start, n):
-        """Uniforms in [0, 1) of rows ``row_start .. row_start + n - 1``:
-        NumPy's Philox stream of the key, on the threads
-        (:func:`fastkds._kernels.philox_uniforms`)."""
-        out = np.empty(n)
-        _kernels.philox_uniforms(np.uint64(self.key), row_start, out)
-        return out
-
     def _sample_candidates(self, Y, objective):
-        # Efraimidis-Spirakis weighted reservoir: keep the largest log(u) / w.
+        """Efraimidis-Spirakis weighted reservoir: keep the largest ``log(u) / w``.
+
+        Each block of the chunk keeps its best ``n_candidates`` keys on the
+        threads (:func:`fastkds._kernels.reservoir_top`); the best of those
+        join the reservoir. Ties go to the lowest rows, so the choice does
+        not depend on the chunking or the blocks.
+        """
         n = Y.shape[0]
         row_start = self._next_row
         self._next_row += n
-        w = objective.astype(np.float64)
-        with np.errstate(divide="ignore", over="ignore"):
-            keys = np.log(self._uniforms(row_start, n)) / w  # w = 0 -> -inf: never drawn
         k = min(self.n_candidates, n)
         if k == 0:
             return
-        # the k largest keys; ties at the threshold go to the lowest rows, so
-        # the choice does not depend on the chunking
-        thr = np.partition(keys, n - k)[n - k]
-        top = np.flatnonzero(keys > thr)
-        top = np.concatenate([top, np.flatnonzero(keys == thr)[: k - top.size]])
-        self._keep(keys[top], top + row_start, Y, top)
+        # blocks of at least four reservoirs' rows, a few per thread
+        n_blocks = max(1, min(4 * numba.get_num_threads(), n // max(4 * k, _RESERVOIR_BLOCK_ROWS)))
+        keys = np.empty((n_blocks, k))
+        rows = np.empty((n_blocks, k), dtype=np.int64)
+        _kernels.reservoir_top(np.uint64(self.key), row_start, read_only(objective), keys, rows)
+        kept = rows >= 0
+        keys, rows = keys[kept], rows[kept]
+        best = np.lexsort((rows, -keys))[:k]
+        self._keep(keys[best], rows[best] + row_start, Y, rows[best])
 
     def _keep(self, keys, rows, points, where):
         """Join new candidates to the reservoir and keep the best ``n_candidates``.

@@ -365,18 +365,71 @@ def test_candidates_drawn_only_from_points_with_positive_objective():
     assert len({tuple(c) for c in stats.candidates}) == 5  # no point twice
 
 
-@pytest.mark.parametrize(
-    "key,row_start,n", [(0, 0, 0), (1, 0, 1), (2**64 - 1, 3, 17), (0x9E3779B97F4A7C15, 5, 1000), (7, 10**12 + 2, 999)]
-)
-def test_reservoir_uniforms_are_numpys_philox(key, row_start, n):
-    """The kernel's uniforms are NumPy's Philox stream, bit for bit, from
-    any row (the first and last blocks cut short) and with any key."""
+def _reservoir(key, row_start, objective, k, n_blocks):
+    """The kernel's blocks joined as the statistics join them: ``(keys, rows)``
+    of the best ``k``, largest first, ties to the lower row."""
     from fastkds import _kernels
 
-    out = np.empty(n)
-    _kernels.philox_uniforms(np.uint64(key), row_start, out)
-    np.testing.assert_array_equal(out, _naive.philox_uniforms(key, row_start, n))
-    assert np.all((out >= 0) & (out < 1))
+    keys = np.empty((n_blocks, k))
+    rows = np.empty((n_blocks, k), dtype=np.int64)
+    _kernels.reservoir_top(np.uint64(key), row_start, objective, keys, rows)
+    kept = rows >= 0
+    keys, rows = keys[kept], rows[kept]
+    best = np.lexsort((rows, -keys))[:k]
+    return keys[best], rows[best]
+
+
+@pytest.mark.parametrize(
+    "key,row_start,n", [(1, 0, 1), (2**64 - 1, 3, 17), (0x9E3779B97F4A7C15, 5, 1000), (7, 10**12 + 2, 999)]
+)
+def test_reservoir_keys_come_from_numpys_philox(key, row_start, n):
+    """Every row kept (k = n, unit weights): the keys are the logs of NumPy's
+    Philox stream from any row (the first and last blocks cut short) and
+    with any key, to the ulp of the two logs, and each row once."""
+    keys, rows = _reservoir(key, row_start, np.ones(n), n, 3 if n >= 3 else 1)
+    np.testing.assert_array_equal(np.sort(rows), np.arange(n))
+    u = _naive.philox_uniforms(key, row_start, n)
+    np.testing.assert_allclose(keys, np.log(u[rows]), rtol=4 * np.finfo(float).eps, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "n,k,n_blocks",
+    [(1000, 5, 1), (1000, 5, 7), (1000, 300, 4), (50, 80, 3), (7, 3, 7), (4096, 500, 8)],
+)
+def test_reservoir_top_is_numpys_selection(dtype, n, k, n_blocks):
+    """The best k keys, whatever the blocks, are those NumPy's log and
+    partition select: zero weights (-inf keys, drawn last, ties to the
+    lower rows) and repeated weights included, a block shorter than k, k
+    past the rows."""
+    rng = np.random.default_rng(n + k)
+    objective = rng.choice([0.0, 0.5, 1.0, 2.0], size=n).astype(dtype)
+    objective[: n // 3] = 0.0
+    keys, rows = _reservoir(11, 5, objective, k, n_blocks)
+    want_keys, want_rows = _naive.reservoir_top(11, 5, objective, k)
+    np.testing.assert_array_equal(rows, want_rows)
+    np.testing.assert_allclose(keys, want_keys, rtol=4 * np.finfo(float).eps, atol=0)
+
+
+def test_reservoir_candidates_do_not_depend_on_the_chunks():
+    """The statistics' candidates are the same rows whether the points come
+    in one chunk or several, of any sizes."""
+    rng = np.random.default_rng(2)
+    Y = rng.normal(size=(20_000, 3))
+    objective = rng.random(20_000) ** 4
+    objective[::7] = 0.0
+    found = []
+    for bounds in ([20_000], [1, 4096, 9000, 20_000], [10_000, 20_000]):
+        stats = SufficientStatistics(3, 3, n_candidates=40, key=123)
+        lo = 0
+        for hi in bounds:
+            stats.add_objectives(Y[lo:hi], objective[lo:hi])
+            lo = hi
+        found.append(stats.candidates)
+    for other in found[1:]:
+        np.testing.assert_array_equal(other, found[0])
+    keys, rows = _naive.reservoir_top(123, 0, objective, 40)
+    np.testing.assert_array_equal(found[0], Y[rows])
 
 
 def test_duplicate_atoms():

@@ -124,8 +124,8 @@ ENTRY_POINTS = {
     "_vote_kernels.vote": ("integers",),
     # a sample of rows (fastkds.sources.random_rows)
     "_kernels.first_distinct": ("integers",),
-    # the re-seed candidates' uniforms (fastkds.solvers.SufficientStatistics)
-    "_kernels.philox_uniforms": ("float64",),
+    # the re-seed candidates (fastkds.solvers.SufficientStatistics), of the objectives' dtype
+    "_kernels.reservoir_top": ("float32", "float64"),
 }
 
 _KERNEL_MODULES = ("_kernels", "_active_set", "_unrolled_kernels", "_vote_kernels")
