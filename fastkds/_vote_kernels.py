@@ -71,15 +71,36 @@ def _insert(dist, idx, d, j):
 def _probe_atoms(atom_dist, probe):
     """The ``probe.shape[0]`` atoms of smallest ``atom_dist`` into ``probe``,
     nearest first (ties: smaller index); the chosen entries of ``atom_dist``
-    are set to inf, so a further call continues with the next ones."""
+    are set to inf, so a further call continues with the next ones.
+
+    One pass over the atoms, each compared with the farthest kept so far
+    and, when nearer, inserted in order in ``probe`` (it holds the kept
+    atoms' indices, so no scratch is needed on the GPU either): a few more
+    than m comparisons where taking the nearest ``probe.shape[0]`` times
+    made that many passes. Where more are asked for than there are atoms,
+    the rest are atom 0, as those passes gave.
+    """
     m = atom_dist.shape[0]
-    for p in range(probe.shape[0]):
-        a = 0
-        for b in range(1, m):
-            if atom_dist[b] < atom_dist[a]:
-                a = b
-        probe[p] = a
-        atom_dist[a] = np.inf
+    n_probe = probe.shape[0]
+    kept = 0
+    farthest = np.inf  # the farthest kept atom's distance, once n_probe are kept
+    for a in range(m):
+        d = atom_dist[a]
+        if not d < farthest:
+            continue  # atoms come in order: a tie with the farthest kept loses
+        j = kept if kept < n_probe else n_probe - 1
+        while j > 0 and atom_dist[probe[j - 1]] > d:
+            probe[j] = probe[j - 1]
+            j -= 1
+        probe[j] = a
+        if kept < n_probe:
+            kept += 1
+        if kept == n_probe:
+            farthest = atom_dist[probe[n_probe - 1]]
+    for p in range(kept, n_probe):
+        probe[p] = 0
+    for p in range(kept):
+        atom_dist[probe[p]] = np.inf
 
 
 @njit(cache=True, nogil=True)
@@ -145,14 +166,29 @@ def probe_atoms(Y, W, probes):
 
 @njit(parallel=True, cache=True)
 def probe_atoms_direct(Y, W, probes):
-    """:func:`probe_atoms` by direct sums alone."""
-    n = Y.shape[0]
+    """:func:`probe_atoms` by direct sums alone.
+
+    A point's distances to every atom are summed feature by feature over
+    the transposed atoms, so the loop over the atoms vectorises; each sum
+    is still :func:`_sq_distance`'s, the features in order from zero, so
+    the distances, and the probes, are the same bits.
+    """
+    n, d = Y.shape
     m = W.shape[0]
+    Wt = np.empty((d, m))
+    for a in range(m):
+        for t in range(d):
+            Wt[t, a] = np.float64(W[a, t])
     for blk in prange((n + BLOCK - 1) // BLOCK):
         atom_dist = np.empty(m)
         for i in range(blk * BLOCK, min(blk * BLOCK + BLOCK, n)):
             for a in range(m):
-                atom_dist[a] = _sq_distance(Y, i, W, a)
+                atom_dist[a] = 0.0
+            for t in range(d):
+                y = np.float64(Y[i, t])
+                for a in range(m):
+                    diff = y - Wt[t, a]
+                    atom_dist[a] += diff * diff
             _probe_atoms(atom_dist, probes[i])
 
 

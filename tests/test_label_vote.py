@@ -152,6 +152,37 @@ def test_many_features_probes_are_the_nearest_atoms(dtype):
     np.testing.assert_array_equal(_probe(Y, W, 6, None), expected[:, :6])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m,n_probe", [(24, 4), (100, 4), (100, 12), (7, 7)])
+def test_few_features_probes_are_the_nearest_atoms(dtype, m, n_probe):
+    """The direct sums' probes: the nearest atoms, nearest first, equal
+    distances (repeated atoms) to the smaller index, as a stable argsort
+    of the distances gives them."""
+    rng = np.random.default_rng(m + n_probe)
+    Y = rng.normal(size=(3000, 2)).astype(dtype)
+    W = np.round(rng.normal(size=(m, 2)) * 2) / 2  # on a grid: repeated atoms and equal distances
+    W[m // 2 :] = W[: m - m // 2]
+    probes = np.empty((Y.shape[0], n_probe), dtype=np.int64)
+    _vote_kernels.probe_atoms_direct(read_only(Y), W.astype(dtype), probes)
+    distances = ((Y.astype(np.float64)[:, None] - W.astype(dtype).astype(np.float64)) ** 2).sum(-1)
+    np.testing.assert_array_equal(probes, np.argsort(distances, axis=1, kind="stable")[:, :n_probe])
+
+
+def test_probing_again_continues_with_the_next_atoms():
+    """``_probe_atoms`` marks the atoms it gave, so a further call gives the
+    next nearest; asked for more than there are left, it gives atom 0 for
+    the rest (what repeated passes of the nearest gave)."""
+    atom_dist = np.array([3.0, 1.0, 2.0, 1.0, 5.0, 0.5])
+    first, second, rest = np.empty(2, np.int64), np.empty(3, np.int64), np.empty(3, np.int64)
+    _vote_kernels._probe_atoms(atom_dist, first)
+    _vote_kernels._probe_atoms(atom_dist, second)
+    np.testing.assert_array_equal(first, [5, 1])
+    np.testing.assert_array_equal(second, [3, 2, 0])
+    _vote_kernels._probe_atoms(atom_dist, rest)
+    np.testing.assert_array_equal(rest, [4, 0, 0])
+    assert np.isinf(atom_dist).all()
+
+
 def test_points_whose_cells_agree_are_labelled_as_by_the_search():
     rng = np.random.default_rng(4)
     Y = np.vstack([rng.normal(size=(300, 3)), rng.normal(size=(300, 3)) + [4.0, 0, 0]])
