@@ -416,7 +416,7 @@ def mode_sizes(eigenvectors, s):
     return 1.0 / ((v2 * v2) / np.asarray(s, dtype=np.float64)[:, None]).sum(axis=0)
 
 
-def embedding_rows(codes, projection):
+def embedding_rows(codes, projection, out=None):
     """The row-normalised spectral embedding of ``codes``:
     ``normalize_rows(codes @ projection)``.
 
@@ -431,6 +431,9 @@ def embedding_rows(codes, projection):
     codes : scipy sparse CSR or ndarray of shape (n, m)
     projection : ndarray of shape (m, c), float64
         :meth:`BipartiteSpectrum.projection`.
+    out : ndarray of shape (n, c), float64, or None
+        Where the kernel writes the embedding of CSR codes (None: a new
+        array); the NumPy path makes its own.
 
     Returns
     -------
@@ -438,7 +441,8 @@ def embedding_rows(codes, projection):
     """
     if not sp.issparse(codes) or codes.format != "csr" or projection.shape[1] > _kernels.PAIRWISE_BLOCK:
         return normalize_rows(np.asarray(codes @ projection), copy=False)
-    out = np.empty((codes.shape[0], projection.shape[1]))
+    if out is None:
+        out = np.empty((codes.shape[0], projection.shape[1]))
     _kernels.embed_codes(
         codes.indptr.astype(np.int64, copy=False),
         codes.indices.astype(np.int32, copy=False),  # fewer signatures; m is far below 2^31
@@ -531,6 +535,10 @@ class EmbeddingPass:
         self.sink = sink
         self.sample = sample
         self.sample_rows = np.empty((sample.shape[0], projection.shape[1]))
+        # one chunk's embedding, reused: fresh pages for every chunk, faulted
+        # in by the kernel's threads, cost more than the embedding
+        # (docs/experiments.md, "Page faults on two threads")
+        self._scratch = np.empty((0, projection.shape[1]))
         self.n_rows = 0
         self._next = 0  # first entry of sample not yet reached
 
@@ -539,7 +547,9 @@ class EmbeddingPass:
         indptr, indices, data = triple
         n_chunk = indptr.shape[0] - 1
         codes = sp.csr_array((data, indices, indptr), shape=(n_chunk, self.projection.shape[0]))
-        rows = embedding_rows(codes, self.projection)
+        if self._scratch.shape[0] < n_chunk:
+            self._scratch = np.empty((n_chunk, self.projection.shape[1]))
+        rows = embedding_rows(codes, self.projection, out=self._scratch[:n_chunk])
         self.sink.append(rows)
         stop = self.n_rows + n_chunk
         end = self._next + int(np.searchsorted(self.sample[self._next :], stop))

@@ -54,6 +54,19 @@ def test_index_dtypes_threads_matrices_and_dense_codes():
     np.testing.assert_array_equal(embedding_rows(codes[:0], P), np.empty((0, 6)))
 
 
+def test_writes_a_given_buffer_as_it_would_a_new_array():
+    # the embedding pass reuses one buffer for every chunk: a slice of a
+    # larger, dirty one gives the same numbers, and is what comes back
+    rng = np.random.default_rng(3)
+    P = rng.normal(size=(40, 5))
+    buffer = np.full((700, 5), np.nan)
+    for n in (600, 250):
+        codes = random_codes(rng, n, 40, np.float32, np.int32)
+        got = embedding_rows(codes, P, out=buffer[:n])
+        assert np.shares_memory(got, buffer)
+        np.testing.assert_array_equal(got, oracle(codes, P))
+
+
 def test_leaves_the_codes_and_projection_alone():
     rng = np.random.default_rng(2)
     codes = random_codes(rng, 100, 20, np.float32, np.int32)
