@@ -1519,4 +1519,3 @@ def _reservoir_worst(keys, rows):
         if keys[j] < keys[worst] or (keys[j] == keys[worst] and rows[j] > rows[worst]):
             worst = j
     return worst
-

@@ -336,4 +336,3 @@ def reservoir_top(key, row_start, objective, k):
     top = np.concatenate([top, np.flatnonzero(keys == thr)[: k - top.size]])
     order = np.lexsort((top, -keys[top]))
     return keys[top][order], top[order]
-
