@@ -111,9 +111,10 @@ class SufficientStatistics:
         """Efraimidis-Spirakis weighted reservoir: keep the largest ``log(u) / w``.
 
         Each block of the chunk keeps its best ``n_candidates`` keys on the
-        threads (:func:`fastkds._kernels.reservoir_top`); the best of those
-        join the reservoir. Ties go to the lowest rows, so the choice does
-        not depend on the chunking or the blocks.
+        threads (:func:`fastkds._kernels.reservoir_top`), and all of them
+        go to :meth:`_keep`, whose one selection keeps the best of those and
+        the reservoir. Ties go to the lowest rows, so the choice does not
+        depend on the chunking or the blocks.
         """
         n = Y.shape[0]
         row_start = self._next_row
@@ -127,15 +128,13 @@ class SufficientStatistics:
         rows = np.empty((n_blocks, k), dtype=np.int64)
         _kernels.reservoir_top(np.uint64(self.key), row_start, read_only(objective), keys, rows)
         kept = rows >= 0
-        keys, rows = keys[kept], rows[kept]
-        best = np.lexsort((rows, -keys))[:k]
-        self._keep(keys[best], rows[best] + row_start, Y, rows[best])
+        self._keep(keys[kept], rows[kept] + row_start, Y, rows[kept])
 
     def _keep(self, keys, rows, points, where):
         """Join new candidates to the reservoir and keep the best ``n_candidates``.
 
         The new candidates' points are ``points[where]``; only those kept
-        are copied (a chunk's candidates are as many as the reservoir's, rows
+        are copied (a chunk's candidates, a few times the reservoir's, are rows
         of d numbers, and most are not kept).
         """
         n_old = self._keys.size
