@@ -39,7 +39,7 @@ and float32 rounding in them would decide which atoms enter.
 import numpy as np
 from numba import njit, prange
 
-from ._kernels import BLOCK, dealt_block, encode_point_to_slots, point_scratch, thread_blocks
+from ._kernels import CLAIM_ROWS, block_counter, claim_block, encode_point_to_slots, point_scratch
 from ._shared_kernels import sq_distance
 
 #: Active-set steps per point before the point is handed to the accelerated
@@ -247,9 +247,9 @@ def encode_codes_active_set(
     n, m = B.shape
     eps = np.float64(np.finfo(B.dtype).eps)
     lam64 = np.float64(lam)
-    n_blocks, size = thread_blocks(n, BLOCK, n_threads)
-    for slot in prange(n_blocks):
-        blk = dealt_block(slot, n_blocks, n_threads)
+    n_blocks = (n + CLAIM_ROWS - 1) // CLAIM_ROWS
+    counter = block_counter()
+    for _ in prange(n_threads):  # blocks claimed as the threads come free (claim_block)
         c = np.empty(m)
         g = np.empty(m)
         inP = np.empty(m, dtype=np.int64)
@@ -261,28 +261,33 @@ def encode_codes_active_set(
         L = np.empty((min(m, MAX_STEPS + 1), min(m, MAX_STEPS + 1)))
         rhs = np.empty((2, min(m, MAX_STEPS + 1)))
         scratch = point_scratch(m, Gp.shape[1], B.dtype)  # for the points handed over
-        for i in range(blk * size, min(blk * size + size, n)):
-            p, ok = _active_set_point(B[i], yy[i], G, ww, lam64, eps, c, g, inP, P, x, z, L, rhs)
-            if ok:
-                fallbacks[i] = 0
-                # f = 1/2 (||y||^2 - 2 x.b + x^T G x) + lam x.dist, from the support
-                rec = np.float64(yy[i])
-                loc = 0.0
-                for q in range(p):
-                    k = P[q]
-                    bk = np.float64(B[i, k])
-                    dk = sq_distance(np.float64(yy[i]), bk, np.float64(ww[k]), 0.0)
-                    acc = 0.0
-                    for r in range(p):
-                        acc += x[r] * np.float64(G[k, P[r]])
-                    rec += x[q] * (acc - (bk + bk))
-                    loc += x[q] * dk
-                    slot_idx[i, q] = k
-                    slot_val[i, q] = x[q]
-                if rec < 0.0:
-                    rec = 0.0
-                obj[i] = 0.5 * rec + lam64 * loc
-                counts[i] = p
-            else:
-                fallbacks[i] = 1
-                encode_point_to_slots(i, B, yy, Gp, ww, alpha, lam, beta, ks, scratch, counts, slot_idx, slot_val, obj)
+        blk = claim_block(counter)
+        while blk < n_blocks:
+            for i in range(blk * CLAIM_ROWS, min(blk * CLAIM_ROWS + CLAIM_ROWS, n)):
+                p, ok = _active_set_point(B[i], yy[i], G, ww, lam64, eps, c, g, inP, P, x, z, L, rhs)
+                if ok:
+                    fallbacks[i] = 0
+                    # f = 1/2 (||y||^2 - 2 x.b + x^T G x) + lam x.dist, from the support
+                    rec = np.float64(yy[i])
+                    loc = 0.0
+                    for q in range(p):
+                        k = P[q]
+                        bk = np.float64(B[i, k])
+                        dk = sq_distance(np.float64(yy[i]), bk, np.float64(ww[k]), 0.0)
+                        acc = 0.0
+                        for r in range(p):
+                            acc += x[r] * np.float64(G[k, P[r]])
+                        rec += x[q] * (acc - (bk + bk))
+                        loc += x[q] * dk
+                        slot_idx[i, q] = k
+                        slot_val[i, q] = x[q]
+                    if rec < 0.0:
+                        rec = 0.0
+                    obj[i] = 0.5 * rec + lam64 * loc
+                    counts[i] = p
+                else:
+                    fallbacks[i] = 1
+                    encode_point_to_slots(
+                        i, B, yy, Gp, ww, alpha, lam, beta, ks, scratch, counts, slot_idx, slot_val, obj
+                    )
+            blk = claim_block(counter)

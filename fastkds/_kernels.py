@@ -7,11 +7,12 @@ float64, which would silently promote float32 arithmetic, so kernels take their
 constants from a typed array ``ks = arange(m + 1, dtype)``: ``ks[0]`` is zero,
 ``ks[1]`` is one and ``ks[k]`` is ``k`` as a float of the working dtype.
 
-Parallel kernels split the points into blocks (fixed blocks of ``BLOCK`` rows,
-or, for the lockstep encoder, blocks whose size may follow the thread count
-but whose split changes no point's code), so the work each point gets, and the
-order of every reduction, does not depend on the number of threads: results
-are bitwise identical for any ``n_jobs``.
+Parallel kernels split the points into blocks (fixed blocks of ``BLOCK`` or
+``CLAIM_ROWS`` rows, which the threads claim as they come free, or, for the
+lockstep encoder, blocks whose size may follow the thread count but whose
+split changes no point's code), so the work each point gets, and the order of
+every reduction, does not depend on the number of threads: results are
+bitwise identical for any ``n_jobs``.
 
 Parallel kernels (here and in the other kernel modules) hold no array
 expressions: no ``np.zeros``, ``np.full`` or ``np.arange``, no slice
@@ -47,45 +48,53 @@ BLOCK = 256
 SEEDING_SLACK = 1e-6
 
 
-@njit(cache=True, nogil=True)
-def thread_blocks(n, max_rows, n_threads):
-    """``(n_blocks, rows_per_block)`` for a parallel loop over n independent
-    points: blocks of at most ``max_rows`` rows, as many for every thread.
+#: Points per block of the per-point encoders (:func:`encode_codes_points`,
+#: :func:`fastkds._active_set.encode_codes_active_set`), which the threads
+#: claim one at a time (:func:`claim_block`): short beside a chunk, so the
+#: threads finish together, and long beside the claim (one atomic addition).
+CLAIM_ROWS = 32
 
-    Numba's ``prange`` gives each thread an equal run of iterations, so with
-    a block count that is not a multiple of the threads one thread encodes a
-    block more while the others wait: 9 blocks on 2 threads run as 5 (1.8x,
-    not 2x). Each point's result does not depend on its block.
+
+@intrinsic
+def _fetch_add_one(typingctx, counter):
+    """``counter[0] += 1`` as one atomic instruction (an int64 array);
+    returns the value before."""
+    if not (isinstance(counter, types.Array) and counter.dtype == types.int64):
+        return None
+    sig = types.int64(counter)
+
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        return builder.atomic_rmw("add", array.data, ir.Constant(ir.IntType(64), 1), "monotonic")
+
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True)
+def block_counter():
+    """The counter :func:`claim_block` hands blocks out from: no block taken yet."""
+    counter = np.empty(1, dtype=np.int64)
+    counter[0] = 0
+    return counter
+
+
+@njit(cache=True, nogil=True)
+def claim_block(counter):
+    """The next block no thread has taken yet, from a :func:`block_counter`.
+
+    The parallel kernels run one loop a thread, ``for worker in
+    prange(n_threads)``, whose body claims blocks until they run out,
+    rather than a ``prange`` over the blocks, which hands each thread a
+    fixed share. Blocks take uneven time (sorted data, points whose codes
+    take more steps), and on a shared machine a core is now and then lent
+    to other work; with a fixed share the fit waits for the thread that
+    drew the slower part, where claimed blocks go to whichever thread is
+    free, so the threads finish within a block of each other
+    (docs/experiments.md, "Blocks claimed as the threads come free").
+    Each block's work and output do not depend on the thread that takes
+    it, so results do not depend on the number of threads.
     """
-    per_thread = (n + max_rows * n_threads - 1) // (max_rows * n_threads)
-    n_blocks = per_thread * n_threads
-    return n_blocks, (n + n_blocks - 1) // max(n_blocks, 1)
-
-
-@njit(cache=True, nogil=True)
-def dealt_block(slot, n_slots, n_threads):
-    """The block that iteration ``slot`` of ``prange(n_slots)`` works on:
-    the blocks dealt to the threads in turn (thread t gets blocks t, t + T,
-    t + 2T, ...), where ``prange`` gives each thread a run of slots.
-
-    Rows in the order given are often sorted (by class, by source: MNIST's
-    test images come from two pools of writers, one after the other), and
-    where the work of a row depends on where it lies, a run of rows a
-    thread leaves one thread with more (docs/experiments.md, "The
-    two-thread fit's serial part"). ``n_slots`` is a multiple of
-    ``n_threads``; where the blocks are fewer, the slots past them get
-    block numbers of at least the block count, which the caller skips.
-    Results do not depend on which thread works on which block.
-    """
-    per_thread = n_slots // n_threads
-    return (slot % per_thread) * n_threads + slot // per_thread
-
-
-@njit(cache=True, nogil=True)
-def dealt_slots(n_blocks, n_threads):
-    """The ``n_slots`` of :func:`dealt_block` for ``n_blocks`` blocks: the
-    block count rounded up to a multiple of ``n_threads``."""
-    return (n_blocks + n_threads - 1) // n_threads * n_threads
+    return _fetch_add_one(counter)
 
 
 # --------------------------------------------------------------------------
@@ -462,8 +471,8 @@ def blas_products(Y, shift, Wt, B, yy, n_threads):
     """``B = (Y - shift) Wt`` and ``yy`` = squared row norms of ``Y -
     shift``, for many features (``shift`` empty: ``Y`` as it is).
 
-    One BLAS product per block of :data:`GEMM_ROWS` rows, the blocks dealt
-    to the ``n_threads`` threads in turn (:func:`dealt_block`): BLAS's own
+    One BLAS product per block of :data:`GEMM_ROWS` rows, the blocks
+    claimed by the ``n_threads`` threads (:func:`claim_block`): BLAS's own
     threads are held to one while the kernels run
     (:func:`fastkds._config.numba_threads`), since they would spin on the
     cores the encoder needs next. With a shift, each block is centred into
@@ -478,23 +487,21 @@ def blas_products(Y, shift, Wt, B, yy, n_threads):
     n_blocks = (n + GEMM_ROWS - 1) // GEMM_ROWS
     b_max = np.empty(n_blocks)
     y_max = np.empty(n_blocks)
-    # dealt (dealt_block), so that the short last block evens the threads'
-    # rows: 17 blocks on two threads are 8 and a short one against 8
-    n_slots = dealt_slots(n_blocks, n_threads)
-    for slot in prange(n_slots):
-        blk = dealt_block(slot, n_slots, n_threads)
-        lo = blk * GEMM_ROWS
-        hi = min(lo + GEMM_ROWS, n)
-        if lo >= n:
-            continue
-        if shift.shape[0] > 0:
-            X = np.empty((hi - lo, d), dtype=Y.dtype)
-            for i in range(lo, hi):
-                for c in range(d):
-                    X[i - lo, c] = Y[i, c] - shift[c]
-            b_max[blk], y_max[blk] = _block_products(X, Wt, B[lo:hi], yy[lo:hi])
-        else:
-            b_max[blk], y_max[blk] = _block_products(Y[lo:hi], Wt, B[lo:hi], yy[lo:hi])
+    counter = block_counter()
+    for _ in prange(n_threads):
+        X = np.empty((GEMM_ROWS if shift.shape[0] > 0 else 0, d), dtype=Y.dtype)
+        blk = claim_block(counter)
+        while blk < n_blocks:
+            lo = blk * GEMM_ROWS
+            hi = min(lo + GEMM_ROWS, n)
+            if shift.shape[0] > 0:
+                for i in range(lo, hi):
+                    for c in range(d):
+                        X[i - lo, c] = Y[i, c] - shift[c]
+                b_max[blk], y_max[blk] = _block_products(X[: hi - lo], Wt, B[lo:hi], yy[lo:hi])
+            else:
+                b_max[blk], y_max[blk] = _block_products(Y[lo:hi], Wt, B[lo:hi], yy[lo:hi])
+            blk = claim_block(counter)
     return _largest(b_max, y_max)
 
 
@@ -817,43 +824,47 @@ def encode_codes_lockstep(B, yy, G, W, aW, ww, alpha, lam, beta, ks, counts, slo
     # the block's work is written out here, not in a function of its own:
     # Numba optimises a callee's code again inside each caller, and in the
     # parallel loop that is the slowest compile of all
-    for blk in prange(n_blocks):
-        rows = np.empty((5, m, L), dtype=B.dtype)
-        r = np.empty((d, L), dtype=B.dtype)
-        lanes = np.empty((6, L), dtype=B.dtype)
-        idx = np.empty((4, m), dtype=np.int64)
-        for j in range(m):  # the flags start at zero (not np.zeros: see the module's docstring)
-            idx[3, j] = 0
-        starts = np.empty(m + 1, dtype=np.int64)
-        lo = min(blk * size, n)
-        hi = min(lo + size, n)
-        near = np.empty(hi - lo, dtype=np.int64)
-        pts = np.empty(hi - lo, dtype=np.int64)
-        _sort_by_nearest_atom(B, ww, lo, hi, near, starts, pts)
-        for i0 in range(0, hi - lo, L):
-            _encode_group(
-                B,
-                yy,
-                G,
-                W,
-                aW,
-                ww,
-                alpha,
-                lam,
-                beta,
-                ks,
-                pts,
-                i0,
-                hi - lo,
-                counts,
-                slot_idx,
-                slot_val,
-                obj,
-                rows,
-                r,
-                lanes,
-                idx,
-            )
+    counter = block_counter()
+    for _ in prange(n_threads):
+        blk = claim_block(counter)
+        while blk < n_blocks:
+            rows = np.empty((5, m, L), dtype=B.dtype)
+            r = np.empty((d, L), dtype=B.dtype)
+            lanes = np.empty((6, L), dtype=B.dtype)
+            idx = np.empty((4, m), dtype=np.int64)
+            for j in range(m):  # the flags start at zero (not np.zeros: see the module's docstring)
+                idx[3, j] = 0
+            starts = np.empty(m + 1, dtype=np.int64)
+            lo = min(blk * size, n)
+            hi = min(lo + size, n)
+            near = np.empty(hi - lo, dtype=np.int64)
+            pts = np.empty(hi - lo, dtype=np.int64)
+            _sort_by_nearest_atom(B, ww, lo, hi, near, starts, pts)
+            for i0 in range(0, hi - lo, L):
+                _encode_group(
+                    B,
+                    yy,
+                    G,
+                    W,
+                    aW,
+                    ww,
+                    alpha,
+                    lam,
+                    beta,
+                    ks,
+                    pts,
+                    i0,
+                    hi - lo,
+                    counts,
+                    slot_idx,
+                    slot_val,
+                    obj,
+                    rows,
+                    r,
+                    lanes,
+                    idx,
+                )
+            blk = claim_block(counter)
 
 
 @njit(cache=True, nogil=True)
@@ -889,12 +900,15 @@ def encode_point_to_slots(i, B, yy, Gp, ww, alpha, lam, beta, ks, scratch, count
 @njit(parallel=True, cache=True)
 def encode_codes_points(B, yy, Gp, ww, alpha, lam, beta, ks, counts, slot_idx, slot_val, obj, n_threads):
     n, m = B.shape
-    n_blocks, size = thread_blocks(n, BLOCK, n_threads)
-    for slot in prange(n_blocks):
-        blk = dealt_block(slot, n_blocks, n_threads)
+    n_blocks = (n + CLAIM_ROWS - 1) // CLAIM_ROWS
+    counter = block_counter()
+    for _ in prange(n_threads):
         scratch = point_scratch(m, Gp.shape[1], B.dtype)
-        for i in range(blk * size, min(blk * size + size, n)):
-            encode_point_to_slots(i, B, yy, Gp, ww, alpha, lam, beta, ks, scratch, counts, slot_idx, slot_val, obj)
+        blk = claim_block(counter)
+        while blk < n_blocks:
+            for i in range(blk * CLAIM_ROWS, min(blk * CLAIM_ROWS + CLAIM_ROWS, n)):
+                encode_point_to_slots(i, B, yy, Gp, ww, alpha, lam, beta, ks, scratch, counts, slot_idx, slot_val, obj)
+            blk = claim_block(counter)
 
 
 @njit(parallel=True, cache=True)
@@ -1092,44 +1106,55 @@ def accumulate_statistics_by_atom(indptr, indices, data, Y, n_parts, XtX, s, XtY
     as :func:`accumulate_statistics` adds its partials. A range without
     atom j adds nothing there (its partial row is zeros: adding +0.0 to a
     sum that is never -0.0 leaves it as it is), so it is skipped here. The
-    atoms are dealt to the ``n_threads`` threads in turn
-    (:func:`dealt_block`), as their use is uneven and often sorted.
+    ``n_threads`` threads claim the atoms one at a time
+    (:func:`claim_block`), as their use is uneven and often sorted.
     """
     n, d = Y.shape
     m = s.shape[0]
     col_start, col_row, col_entry = _entries_by_atom(indptr, indices, n, m)
-    step = (n + n_parts - 1) // n_parts
-    n_slots = dealt_slots(m, n_threads)
-    for slot in prange(n_slots):
-        j = dealt_block(slot, n_slots, n_threads)
-        if j >= m:
-            continue
+    counter = block_counter()
+    for _ in prange(n_threads):
         row_xx = np.empty(m)
         row_xy = np.empty(d)
-        u = col_start[j]
-        for p in range(n_parts):
-            hi = min((p + 1) * step, n)
-            if u == col_start[j + 1] or col_row[u] >= hi:
-                continue
-            sj = 0.0
-            for k in range(m):
-                row_xx[k] = 0.0
+        j = claim_block(counter)
+        while j < m:
+            columns = (col_start, col_row, col_entry)
+            _atom_statistics(j, indptr, indices, data, Y, n_parts, columns, row_xx, row_xy, XtX, s, XtY)
+            j = claim_block(counter)
+
+
+@njit(cache=True, nogil=True)
+def _atom_statistics(j, indptr, indices, data, Y, n_parts, columns, row_xx, row_xy, XtX, s, XtY):
+    """Atom j's rows of :func:`accumulate_statistics_by_atom`'s sums, its
+    ``n_parts`` row ranges in turn (``row_xx``, ``row_xy``: scratch)."""
+    n, d = Y.shape
+    m = s.shape[0]
+    col_start, col_row, col_entry = columns
+    step = (n + n_parts - 1) // n_parts
+    u = col_start[j]
+    for p in range(n_parts):
+        hi = min((p + 1) * step, n)
+        if u == col_start[j + 1] or col_row[u] >= hi:
+            continue
+        sj = 0.0
+        for k in range(m):
+            row_xx[k] = 0.0
+        for k in range(d):
+            row_xy[k] = 0.0
+        while u < col_start[j + 1] and col_row[u] < hi:
+            i = col_row[u]
+            xj = np.float64(data[col_entry[u]])
+            sj += xj
+            for r in range(indptr[i], indptr[i + 1]):
+                row_xx[indices[r]] += xj * data[r]
             for k in range(d):
-                row_xy[k] = 0.0
-            while u < col_start[j + 1] and col_row[u] < hi:
-                i = col_row[u]
-                xj = np.float64(data[col_entry[u]])
-                sj += xj
-                for r in range(indptr[i], indptr[i + 1]):
-                    row_xx[indices[r]] += xj * data[r]
-                for k in range(d):
-                    row_xy[k] += xj * Y[i, k]
-                u += 1
-            s[j] += sj
-            for k in range(m):
-                XtX[j, k] += row_xx[k]
-            for k in range(d):
-                XtY[j, k] += row_xy[k]
+                row_xy[k] += xj * Y[i, k]
+            u += 1
+        s[j] += sj
+        for k in range(m):
+            XtX[j, k] += row_xx[k]
+        for k in range(d):
+            XtY[j, k] += row_xy[k]
 
 
 # --------------------------------------------------------------------------
@@ -1224,8 +1249,8 @@ def embed_codes(indptr, indices, data, P, out):
 def seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin, D, block_sums, n_threads):
     """``D[i, t] = min(closest[i], ||Y[i] - Y[candidates[t]]||^2)`` and
     ``block_sums[b, t]``, the sum of ``D[:, t]`` over block ``b`` of
-    ``BLOCK`` rows, all in float64. The blocks are dealt to the
-    ``n_threads`` threads in turn (:func:`dealt_block`).
+    ``BLOCK`` rows, all in float64. The ``n_threads`` threads claim the
+    blocks (:func:`claim_block`).
 
     One pass over ``Y`` scores every candidate: k-means++ reads the data
     once per atom, so the pass is bound by memory, and float32 data are read
@@ -1253,44 +1278,44 @@ def seeding_distances(Y, candidates, closest, seed_of, reach, Z, spread, margin,
     bounded = reach.shape[0] > 0
     projected = Z.shape[1] > 0
     far = 4.0 * (1.0 + SEEDING_SLACK) ** 2
-    n_slots = dealt_slots(n_blocks, n_threads)
-    for slot in prange(n_slots):
-        blk = dealt_block(slot, n_slots, n_threads)
-        lo = blk * BLOCK
-        hi = min(lo + BLOCK, n)
-        if lo >= n:
-            continue
-        # the block's sums in a buffer of its own: neighbouring blocks' rows
-        # of block_sums share cache lines, which the other threads write
-        # (docs/experiments.md, "Shared cache lines")
+    counter = block_counter()
+    for _ in prange(n_threads):
+        # each block's sums in a buffer of the thread's own: neighbouring
+        # blocks' rows of block_sums share cache lines, which the other
+        # threads write (docs/experiments.md, "Shared cache lines")
         sums = np.empty(t)
-        for j in range(t):
-            sums[j] = 0.0
-        for i in range(lo, hi):
-            near = closest[i]
-            reach_i = np.sqrt(near) * (1.0 + SEEDING_SLACK) + margin * spread[i] if projected else 0.0
+        blk = claim_block(counter)
+        while blk < n_blocks:
+            lo = blk * BLOCK
+            hi = min(lo + BLOCK, n)
             for j in range(t):
-                c = candidates[j]
-                v = near
-                if not (bounded and reach[seed_of[i], j] >= far * near):
-                    keep = True
-                    if projected:
-                        lim = reach_i + margin * spread[c]
-                        acc = 0.0
-                        for k in range(Z.shape[1]):
-                            diff = Z[i, k] - Z[c, k]
-                            acc += diff * diff
-                        keep = acc < lim * lim
-                    if keep:
-                        acc = 0.0
-                        for k in range(d):
-                            diff = np.float64(Y[i, k]) - np.float64(Y[c, k])
-                            acc += diff * diff
-                        v = min(acc, near)
-                D[i, j] = v
-                sums[j] += v
-        for j in range(t):
-            block_sums[blk, j] = sums[j]
+                sums[j] = 0.0
+            for i in range(lo, hi):
+                near = closest[i]
+                reach_i = np.sqrt(near) * (1.0 + SEEDING_SLACK) + margin * spread[i] if projected else 0.0
+                for j in range(t):
+                    c = candidates[j]
+                    v = near
+                    if not (bounded and reach[seed_of[i], j] >= far * near):
+                        keep = True
+                        if projected:
+                            lim = reach_i + margin * spread[c]
+                            acc = 0.0
+                            for k in range(Z.shape[1]):
+                                diff = Z[i, k] - Z[c, k]
+                                acc += diff * diff
+                            keep = acc < lim * lim
+                        if keep:
+                            acc = 0.0
+                            for k in range(d):
+                                diff = np.float64(Y[i, k]) - np.float64(Y[c, k])
+                                acc += diff * diff
+                            v = min(acc, near)
+                    D[i, j] = v
+                    sums[j] += v
+            for j in range(t):
+                block_sums[blk, j] = sums[j]
+            blk = claim_block(counter)
 
 
 @njit(cache=True, nogil=True)

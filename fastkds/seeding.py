@@ -81,7 +81,7 @@ def kmeans_plusplus_indices(Y, n_centres, rng):
     seeds = np.empty((n_centres if triangle else 0, Y.shape[1]))  # float64
     seed_norms = np.empty(seeds.shape[0])
     # the first seed's pass: no seed yet, and no finite distance, to bound
-    n_threads = numba.get_num_threads()  # the blocks' deal (fastkds._kernels.dealt_block), not the seeds
+    n_threads = numba.get_num_threads()  # the threads that claim the blocks, not the seeds
     first = (indices[:1], np.full(n, np.inf), seed_of, np.empty((0, 1)))
     seeding_distances(Y, *first, Z, spread, margin, D, block_sums, n_threads)
     closest = D[:, 0].copy()

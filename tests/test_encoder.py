@@ -8,6 +8,7 @@ parallel loop, chunked CSR assembly) must reproduce the plain NumPy loop of
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from numba import njit, prange
 
 import fastkds
 from fastkds import _kernels, _naive
@@ -275,26 +276,30 @@ def test_n_jobs_bitwise_identical(dtype, n_features):
         assert a.data.tobytes() == b.data.tobytes()
 
 
-@pytest.mark.parametrize("n_threads", [1, 2, 3, 8])
-def test_thread_blocks_cover_every_row_once(n_threads):
-    """The per-point kernels' blocks: each row in exactly one, none longer
-    than BLOCK, and as many blocks for every thread."""
-    for n in [0, 1, 2, 255, 256, 257, 511, 2074, 4958]:
-        n_blocks, size = _kernels.thread_blocks(n, _kernels.BLOCK, n_threads)
-        assert n_blocks % n_threads == 0 and size <= _kernels.BLOCK
-        rows = np.concatenate([np.arange(b * size, min(b * size + size, n)) for b in range(n_blocks)] + [[]])
-        np.testing.assert_array_equal(rows, np.arange(n))
+@njit(parallel=True)
+def _claimed_by(n_blocks, n_threads):
+    """Which worker claimed each block, and how many times each block was
+    claimed, by the claim loop the parallel kernels run."""
+    worker_of = np.full(n_blocks, -1)
+    times = np.zeros(n_blocks, dtype=np.int64)
+    counter = _kernels.block_counter()
+    for w in prange(n_threads):
+        blk = _kernels.claim_block(counter)
+        while blk < n_blocks:
+            worker_of[blk] = w
+            times[blk] += 1
+            blk = _kernels.claim_block(counter)
+    return worker_of, times
 
 
 @pytest.mark.parametrize("n_threads", [1, 2, 3, 8])
-def test_dealt_blocks_are_every_block_once_each_thread_every_t_th(n_threads):
-    for n_blocks in [1, 2, 7, 20, 64]:
-        n_slots = -(-n_blocks // n_threads) * n_threads
-        dealt = np.array([_kernels.dealt_block(slot, n_slots, n_threads) for slot in range(n_slots)])
-        np.testing.assert_array_equal(np.sort(dealt[dealt < n_blocks]), np.arange(n_blocks))
-        # prange's run of slots for thread t holds the blocks t, t + T, ...
-        for t, run in enumerate(dealt.reshape(n_threads, -1)):
-            np.testing.assert_array_equal(run, np.arange(t, n_slots, n_threads))
+def test_claimed_blocks_are_every_block_once(n_threads):
+    """Every block goes to exactly one worker, whatever the thread count
+    (workers past the threads Numba runs take their turn after the others)."""
+    for n_blocks in [0, 1, 2, 7, 20, 64, 1000]:
+        worker_of, times = _claimed_by(n_blocks, n_threads)
+        np.testing.assert_array_equal(times, np.ones(n_blocks, dtype=np.int64))
+        assert np.all((worker_of >= 0) & (worker_of < n_threads))
 
 
 def test_csr_from_dense_roundtrip():
