@@ -2,13 +2,16 @@
 git revision (the baseline) against the working tree's, on one thread and
 on more, fit for fit in turn; their labels and atoms must be the same bytes.
 
-    python bench/compare_versions.py --base REV [--data ../shared/data/mnist]
+    python bench/compare_versions.py --base REV [--data ../shared/data]
                                      [--seeds 0 1 2] [--repeats 2] [--n-jobs 1 2]
-    python bench/compare_versions.py --base REV --synthetic 3000   # no data needed
+    python bench/compare_versions.py --base REV --data-set spheres   # a set of bench/real_data.py
+    python bench/compare_versions.py --base REV --synthetic 3000      # no data needed
 
 Fits ``KDSClustering(5)`` at the paper's MNIST-5 settings (500 atoms, T=100,
-lam=0.5; with ``--synthetic N``, 50 atoms on N points of 5 noisy Gaussian
-blobs in 100 features). On a shared machine a fit's time moves by 10-20%
+lam=0.5), or with ``--data-set NAME`` ``KDSClustering(k)`` at its defaults
+on a set of ``bench/real_data.py`` (``fastkds.experiments.DATA_SETS``; a
+generated one drawn with seed 0), or with ``--synthetic N`` 50 atoms on N
+points of 5 noisy Gaussian blobs in 100 features. On a shared machine a fit's time moves by 10-20%
 from one minute to the next, for the same code (docs/experiments.md, "The
 eighth session"), so two versions timed in separate runs compare the
 machine's minutes as much as the code. Here each repeat fits every seed
@@ -38,7 +41,7 @@ import numpy as np
 
 import fastkds
 from fastkds.datasets import find_data_dir
-from fastkds.experiments import PAPER_SETTINGS
+from fastkds.experiments import DATA_SETS, PAPER_SETTINGS, load_data_set
 
 PAPER = PAPER_SETTINGS["mnist5"]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -70,15 +73,18 @@ def base_package(rev, repo=REPO):
 
 
 def problem(args):
-    """``(Y, settings, title)`` of the fits."""
+    """``(Y, n_clusters, settings, title)`` of the fits."""
+    if args.data_set:
+        Y, labels = load_data_set(args.data_set, args.data or find_data_dir(), 0)
+        k = np.unique(labels).size
+        return Y, k, {}, f"{dict(DATA_SETS)[args.data_set]}, n={Y.shape[0]}, KDSClustering({k}) at its defaults"
     if args.synthetic:
         from sklearn.datasets import make_blobs
 
         Y = make_blobs(args.synthetic, n_features=100, centers=5, cluster_std=4.0, random_state=0)[0]
-        return Y, dict(n_atoms=50, lam=PAPER.lam, n_iter=PAPER.n_iter), f"blobs, n={args.synthetic}, d=100, m=50"
-    folder = args.data or os.path.join(find_data_dir() or "", "mnist")
-    Y, _ = fastkds.load_mnist(folder)
-    return Y, dict(n_atoms=PAPER.n_atoms, lam=PAPER.lam, n_iter=PAPER.n_iter), f"MNIST-5, n={Y.shape[0]}, m=500"
+        return Y, 5, dict(n_atoms=50, lam=PAPER.lam, n_iter=PAPER.n_iter), f"blobs, n={args.synthetic}, d=100, m=50"
+    Y, _ = fastkds.load_mnist(os.path.join(args.data or find_data_dir() or "", "mnist"))
+    return Y, 5, dict(n_atoms=PAPER.n_atoms, lam=PAPER.lam, n_iter=PAPER.n_iter), f"MNIST-5, n={Y.shape[0]}, m=500"
 
 
 def summary(seconds, versions, n_jobs):
@@ -101,18 +107,19 @@ def summary(seconds, versions, n_jobs):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", required=True, help="the git revision to compare with (a commit, branch or tag)")
-    ap.add_argument("--data", default=None, help="the mnist/ folder (default: mnist/ in the data folder)")
+    ap.add_argument("--data", default=None, help="the data folder, holding mnist/ (default: find_data_dir())")
+    ap.add_argument("--data-set", default=None, choices=[name for name, _ in DATA_SETS], help="a set of real_data.py")
     ap.add_argument("--synthetic", type=int, default=0, help="fit N generated points instead of MNIST-5")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--n-jobs", type=int, nargs="+", default=[1, 2])
     args = ap.parse_args(argv)
     packages = {"base": base_package(args.base), "this tree": fastkds}
-    Y, settings, title = problem(args)
+    Y, k, settings, title = problem(args)
     warnings.simplefilter("ignore")
     for package in packages.values():  # compile every kernel, then the small fit's path
         package.warmup(dtypes=(Y.dtype,))
-        package.KDSClustering(5, n_atoms=20, max_epochs=2).fit(Y[:500])
+        package.KDSClustering(k, n_atoms=20, max_epochs=2).fit(Y[:500])
     seconds, outputs = {}, {}
     for r in range(args.repeats):
         for seed in args.seeds:
@@ -120,7 +127,7 @@ def main(argv=None):
             for version in order:
                 for n_jobs in args.n_jobs:
                     t0 = time.perf_counter()
-                    model = packages[version].KDSClustering(5, random_state=seed, n_jobs=n_jobs, **settings).fit(Y)
+                    model = packages[version].KDSClustering(k, random_state=seed, n_jobs=n_jobs, **settings).fit(Y)
                     seconds[version, r, seed, n_jobs] = time.perf_counter() - t0
                     found = (model.labels_.tobytes(), model.components_.tobytes())
                     if outputs.setdefault(seed, found) != found:
