@@ -60,7 +60,9 @@ def base_package(rev, repo=REPO):
     package = os.path.join(folder, "fastkds_base")
     if not os.path.isdir(package):
         unpacked = tempfile.mkdtemp(dir=tempfile.gettempdir())
-        archive = subprocess.run(["git", "-C", repo, "archive", sha.stdout.strip(), "fastkds"], capture_output=True)
+        archive = subprocess.run(
+            ["git", "-C", repo, "archive", sha.stdout.strip(), "fastkds"], capture_output=True, check=True
+        )
         subprocess.run(["tar", "-x", "-C", unpacked], input=archive.stdout, check=True)
         os.rename(os.path.join(unpacked, "fastkds"), os.path.join(unpacked, "fastkds_base"))
         try:
