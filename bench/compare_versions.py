@@ -2,16 +2,17 @@
 git revision (the baseline) against the working tree's, on one thread and
 on more, fit for fit in turn; their labels and atoms must be the same bytes.
 
-    python bench/compare_versions.py --base REV [--data ../shared/data]
+    python bench/compare_versions.py --base REV [--data ../shared/data/mnist]
                                      [--seeds 0 1 2] [--repeats 2] [--n-jobs 1 2]
     python bench/compare_versions.py --base REV --data-set spheres   # a set of bench/real_data.py
     python bench/compare_versions.py --base REV --synthetic 3000      # no data needed
 
-Fits ``KDSClustering(5)`` at the paper's MNIST-5 settings (500 atoms, T=100,
-lam=0.5), or with ``--data-set NAME`` ``KDSClustering(k)`` at its defaults
-on a set of ``bench/real_data.py`` (``fastkds.experiments.DATA_SETS``; a
-generated one drawn with seed 0), or with ``--synthetic N`` 50 atoms on N
-points of 5 noisy Gaussian blobs in 100 features. On a shared machine a fit's time moves by 10-20%
+Fits ``bench/fit_threads.py``'s problem, ``KDSClustering(5)`` at the
+paper's MNIST-5 settings (500 atoms, T=100, lam=0.5; with ``--synthetic
+N``, 50 atoms on N points of 5 noisy Gaussian blobs in 100 features), or
+with ``--data-set NAME`` ``KDSClustering(k)`` at its defaults on a set of
+``bench/real_data.py`` (``fastkds.experiments.DATA_SETS``; a generated one
+drawn with seed 0; the files from ``fastkds.datasets.find_data_dir()``). On a shared machine a fit's time moves by 10-20%
 from one minute to the next, for the same code (docs/experiments.md, "The
 eighth session"), so two versions timed in separate runs compare the
 machine's minutes as much as the code. Here each repeat fits every seed
@@ -37,13 +38,13 @@ import tempfile
 import time
 import warnings
 
+import fit_threads
 import numpy as np
 
 import fastkds
 from fastkds.datasets import find_data_dir
-from fastkds.experiments import DATA_SETS, PAPER_SETTINGS, load_data_set
+from fastkds.experiments import DATA_SETS, load_data_set
 
-PAPER = PAPER_SETTINGS["mnist5"]
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -75,18 +76,15 @@ def base_package(rev, repo=REPO):
 
 
 def problem(args):
-    """``(Y, n_clusters, settings, title)`` of the fits."""
+    """``(Y, n_clusters, settings, title)`` of the fits: a set of
+    ``bench/real_data.py`` at the defaults, or ``bench/fit_threads.py``'s
+    problem (MNIST-5 at the paper's settings, or the generated blobs)."""
     if args.data_set:
-        Y, labels = load_data_set(args.data_set, args.data or find_data_dir(), 0)
+        Y, labels = load_data_set(args.data_set, find_data_dir(), 0)
         k = np.unique(labels).size
         return Y, k, {}, f"{dict(DATA_SETS)[args.data_set]}, n={Y.shape[0]}, KDSClustering({k}) at its defaults"
-    if args.synthetic:
-        from sklearn.datasets import make_blobs
-
-        Y = make_blobs(args.synthetic, n_features=100, centers=5, cluster_std=4.0, random_state=0)[0]
-        return Y, 5, dict(n_atoms=50, lam=PAPER.lam, n_iter=PAPER.n_iter), f"blobs, n={args.synthetic}, d=100, m=50"
-    Y, _ = fastkds.load_mnist(os.path.join(args.data or find_data_dir() or "", "mnist"))
-    return Y, 5, dict(n_atoms=PAPER.n_atoms, lam=PAPER.lam, n_iter=PAPER.n_iter), f"MNIST-5, n={Y.shape[0]}, m=500"
+    Y, settings, title = fit_threads.problem(args)
+    return Y, 5, settings, title
 
 
 def summary(seconds, versions, n_jobs):
@@ -109,7 +107,7 @@ def summary(seconds, versions, n_jobs):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base", required=True, help="the git revision to compare with (a commit, branch or tag)")
-    ap.add_argument("--data", default=None, help="the data folder, holding mnist/ (default: find_data_dir())")
+    ap.add_argument("--data", default=None, help="the mnist/ folder (default: mnist/ in the data folder)")
     ap.add_argument("--data-set", default=None, choices=[name for name, _ in DATA_SETS], help="a set of real_data.py")
     ap.add_argument("--synthetic", type=int, default=0, help="fit N generated points instead of MNIST-5")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])

@@ -55,21 +55,6 @@ SEEDING_SLACK = 1e-6
 CLAIM_ROWS = 32
 
 
-@intrinsic
-def _fetch_add_one(typingctx, counter):
-    """``counter[0] += 1`` as one atomic instruction (an int64 array);
-    returns the value before."""
-    if not (isinstance(counter, types.Array) and counter.dtype == types.int64):
-        return None
-    sig = types.int64(counter)
-
-    def codegen(context, builder, signature, args):
-        array = context.make_array(signature.args[0])(context, builder, args[0])
-        return builder.atomic_rmw("add", array.data, ir.Constant(ir.IntType(64), 1), "monotonic")
-
-    return sig, codegen
-
-
 @njit(cache=True, nogil=True)
 def block_counter():
     """The counter :func:`claim_block` hands blocks out from: no block taken yet."""
@@ -78,11 +63,13 @@ def block_counter():
     return counter
 
 
-@njit(cache=True, nogil=True)
-def claim_block(counter):
-    """The next block no thread has taken yet, from a :func:`block_counter`.
+@intrinsic
+def claim_block(typingctx, counter):
+    """The next block no thread has taken yet, from a :func:`block_counter`
+    (an int64 array): ``counter[0] += 1`` as one atomic instruction, the
+    value before returned.
 
-    The parallel kernels run one loop a thread, ``for worker in
+    The parallel kernels run one loop a thread, ``for _ in
     prange(n_threads)``, whose body claims blocks until they run out,
     rather than a ``prange`` over the blocks, which hands each thread a
     fixed share. Blocks take uneven time (sorted data, points whose codes
@@ -94,7 +81,15 @@ def claim_block(counter):
     Each block's work and output do not depend on the thread that takes
     it, so results do not depend on the number of threads.
     """
-    return _fetch_add_one(counter)
+    if not (isinstance(counter, types.Array) and counter.dtype == types.int64):
+        return None
+    sig = types.int64(counter)
+
+    def codegen(context, builder, signature, args):
+        array = context.make_array(signature.args[0])(context, builder, args[0])
+        return builder.atomic_rmw("add", array.data, ir.Constant(ir.IntType(64), 1), "monotonic")
+
+    return sig, codegen
 
 
 # --------------------------------------------------------------------------
@@ -1116,9 +1111,9 @@ def accumulate_statistics_by_atom(indptr, indices, data, Y, n_parts, XtX, s, XtY
     for _ in prange(n_threads):
         row_xx = np.empty(m)
         row_xy = np.empty(d)
+        columns = (col_start, col_row, col_entry)
         j = claim_block(counter)
         while j < m:
-            columns = (col_start, col_row, col_entry)
             _atom_statistics(j, indptr, indices, data, Y, n_parts, columns, row_xx, row_xy, XtX, s, XtY)
             j = claim_block(counter)
 
