@@ -235,9 +235,14 @@ def effective_n_jobs(n_jobs):
 @functools.cache
 def _blas_controller():
     """One ``ThreadpoolController`` for the process: building one scans the
-    loaded libraries (about 4 ms, as long as encoding a few thousand points),
-    and the BLAS libraries that matter here, NumPy's and SciPy's, are loaded
-    before the first kernel runs."""
+    loaded libraries (about 4 ms, as long as encoding a few thousand points).
+
+    SciPy's BLAS is loaded first: Numba's ``np.dot`` in the kernels calls
+    it (through ``scipy.linalg.cython_blas``), and it may not be loaded yet
+    when the first kernel runs, where a controller built then would leave
+    it free to start its own threads beside Numba's."""
+    import scipy.linalg.cython_blas  # noqa: F401
+
     return ThreadpoolController()
 
 

@@ -4,6 +4,8 @@ the paper's noisy moons, determinism across thread counts, input validation
 and pickling."""
 
 import pickle
+import subprocess
+import sys
 import warnings
 
 import numba
@@ -449,6 +451,26 @@ def test_blas_threads_restored_after_kernels():
         with numba_threads(1):
             assert set(_blas_threads()) == {1}
         assert _blas_threads() == before
+
+
+def test_kernels_hold_scipy_blas_in_a_fresh_process():
+    # Numba's np.dot in the kernels calls SciPy's BLAS, which a process that
+    # runs a kernel before anything imports scipy.linalg has not loaded when
+    # the thread controller is first built: it must be held all the same
+    script = (
+        "import numpy as np, threadpoolctl\n"
+        "from fastkds._config import numba_threads\n"
+        "with threadpoolctl.threadpool_limits(2, user_api='blas'):\n"
+        "    with numba_threads(1):\n"
+        "        held = {lib['filepath']: lib['num_threads'] for lib in threadpoolctl.threadpool_info()\n"
+        "                if lib['user_api'] == 'blas'}\n"
+        "import scipy.linalg.cython_blas\n"
+        "loaded = {lib['filepath'] for lib in threadpoolctl.threadpool_info() if lib['user_api'] == 'blas'}\n"
+        "print(sorted(held.items()), sorted(loaded))\n"
+        "assert loaded <= set(held) and set(held.values()) == {1}, (held, loaded)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr + run.stdout
 
 
 # -- bad input ------------------------------------------------------------------
