@@ -446,10 +446,14 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
     the three sums and of the direct sum, each below ``(d + 2) u`` times its
     magnitude). So with ``T`` the q-th smallest ``formed + e`` over a
     point's candidates, every reference whose direct distance is among its
-    q smallest has ``formed - e <= T``: those few are measured by
-    :func:`_sq_distance` and ranked as the direct search ranks them (ties
-    to the smaller index), so the neighbours are the same, bit for bit. A
-    bound that is not finite lets every candidate through.
+    q smallest has ``formed - e <= T``. With ``E`` the bound at the largest
+    ``||r||^2`` of the point's probed cells, ``T <= T0 + E`` for ``T0`` the q-th
+    smallest ``formed``, so each of them has ``formed <= T0 + 2 E``: one
+    bound a point, which its ranking pass finds from the formed distances
+    alone. The few that pass are measured by :func:`_sq_distance` and
+    ranked as the direct search ranks them (ties to the smaller index), so
+    the neighbours are the same, bit for bit. A bound that is not finite
+    lets every candidate through.
     """
     d = Y.shape[1]
     m = cell_start.shape[0] - 1
@@ -460,6 +464,12 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
     cc = np.empty(cell_refs.shape[0])
     for s in prange(cell_refs.shape[0]):
         cc[s] = _row_sq_norm64(R, cell_refs[s])
+    # each cell's largest: one bound serves all of a point's candidates
+    cell_cc_max = np.empty(m)
+    for a in prange(m):
+        cell_cc_max[a] = 0.0
+        for s in range(cell_start[a], cell_start[a + 1]):
+            cell_cc_max[a] = max(cell_cc_max[a], cc[s])
     # slot[t, p]: where the t-th searching point's distances to its p-th
     # probed cell start, in the formed distances of its block
     n = searching.shape[0]
@@ -512,15 +522,16 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
             upper = np.empty(q)
             for c in range(q):  # not np.full (see fastkds._kernels)
                 upper[c] = np.inf
+            cc_max = 0.0
+            for p in range(n_probe):
+                cc_max = max(cc_max, cell_cc_max[probes[i, p]])
+            for c in range(slot[t, 0], slot[t, n_probe]):
+                _keep_smallest(upper, formed[c])
+            top = upper[q - 1] + 2.0 * scale * (pp[t - lo] + cc_max)
             for p in range(n_probe):
                 s0 = cell_start[probes[i, p]] - slot[t, p]
                 for c in range(slot[t, p], slot[t, p + 1]):
-                    _keep_smallest(upper, formed[c] + scale * (pp[t - lo] + cc[s0 + c]))
-            top = upper[q - 1]
-            for p in range(n_probe):
-                s0 = cell_start[probes[i, p]] - slot[t, p]
-                for c in range(slot[t, p], slot[t, p + 1]):
-                    if not (formed[c] - scale * (pp[t - lo] + cc[s0 + c]) > top):
+                    if not (formed[c] > top):
                         j = cell_refs[s0 + c]
                         _insert(best_dist[i], best_idx[i], _sq_distance(Y, i, R, j), j)
         lo = hi

@@ -130,6 +130,20 @@ def test_screened_search_at_any_scale_finds_what_the_direct_sums_find(dtype, sca
     assert np.all(idx >= 0)
 
 
+@pytest.mark.parametrize("far", [1e3, 1e8])
+def test_screened_search_beside_far_references_finds_what_the_direct_sums_find(far):
+    # references of very different norms: a point's screening bound is set
+    # by the largest norm of its probed cells, and the far ones widen it
+    # only where probed
+    rng = np.random.default_rng(11)
+    Y = _many_features(rng, np.float64, 0.0)
+    Y[::50] *= far
+    W = Y[rng.choice(Y.shape[0], 8, replace=False)]
+    vote = LabelVote(W, Y, np.zeros(Y.shape[0], dtype=int), 7, 2, n_probe=3)
+    _, (_, idx) = _screened_and_shared_reads(Y, vote, 3, 7, np.arange(Y.shape[0]))
+    assert np.all(idx >= 0)
+
+
 def test_screened_search_splits_a_cell_over_tasks_with_the_same_neighbours():
     # cells probed by more than PAIR_ROWS points take several products
     # (tasks) each; the neighbours are those of the direct sums
