@@ -146,6 +146,23 @@ PAIR_ROWS = 512
 #: The float64 unit roundoff, the unit of the screening's error bound.
 _UNIT_ROUNDOFF = 2.0**-53
 
+#: The float32 unit roundoff and smallest normal number: the units of the
+#: bound where :func:`search_screened` forms its products in float32.
+_UNIT_ROUNDOFF_32 = 2.0**-24
+_TINY_32 = 2.0**-126
+
+#: :func:`search_screened` forms its products in float32 where every
+#: centred squared norm lies below the upper end (no product or sum of
+#: them can overflow float32, whose largest is about 2^128) and the
+#: largest lies above the lower end (there the absolute error that
+#: float32's underflow adds is far below the bound's relative one), and in
+#: float64 otherwise.
+SCREEN_FLOAT32_NORMS = (2.0**-60, 2.0**100)
+
+#: References :func:`search_screened` averages, evenly spread over them,
+#: for the centre it subtracts from the rows before their products.
+CENTRE_REFS = 256
+
 
 def probe_atoms(Y, W, probes):
     """``probes[i]``: the ``probes.shape[1]`` atoms nearest ``Y[i]``,
@@ -395,17 +412,6 @@ def _cell_tasks(cell_start, first):
 
 
 @njit(cache=True, nogil=True)
-def _row_sq_norm64(A, i):
-    """The squared norm of row i of ``A``, summed in float64 in order (as
-    :func:`_gather64` sums it)."""
-    s = 0.0
-    for t in range(A.shape[1]):
-        v = np.float64(A[i, t])
-        s += v * v
-    return s
-
-
-@njit(cache=True, nogil=True)
 def _gather64(A, rows, out, norms):
     """``out[u] = A[rows[u]]`` in float64, and ``norms[u]`` its squared norm
     (none where ``norms`` is empty)."""
@@ -418,6 +424,25 @@ def _gather64(A, rows, out, norms):
             s += v * v
         if want:
             norms[u] = s
+
+
+@njit(cache=True, nogil=True)
+def _centred_sq_norm(A, i, centre):
+    """The squared norm of row i of ``A`` less ``centre``, summed in float64."""
+    s = 0.0
+    for t in range(A.shape[1]):
+        v = np.float64(A[i, t]) - centre[t]
+        s += v * v
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _gather_centred(A, rows, centre, out):
+    """``out[u] = A[rows[u]] - centre``, each difference taken in float64
+    and rounded to ``out``'s dtype."""
+    for u in range(rows.shape[0]):
+        for t in range(A.shape[1]):
+            out[u, t] = np.float64(A[rows[u], t]) - centre[t]
 
 
 @njit(cache=True, nogil=True)
@@ -439,31 +464,65 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
 
     For each cell, products (one a part of up to :data:`PAIR_ROWS` of the
     points that probe it, each a task of the threads) give the squared
-    distances of those points to its references, as ``||y||^2 + ||r||^2 - 2
-    y.r``. That form loses digits to cancellation, but by at most ``e =
-    (4 d + 16) u (||y||^2 + ||r||^2)`` against the direct sum
-    :func:`_sq_distance` (u the float64 unit roundoff: the error bounds of
-    the three sums and of the direct sum, each below ``(d + 2) u`` times its
-    magnitude). So with ``T`` the q-th smallest ``formed + e`` over a
-    point's candidates, every reference whose direct distance is among its
-    q smallest has ``formed - e <= T``. With ``E`` the bound at the largest
-    ``||r||^2`` of the point's probed cells, ``T <= T0 + E`` for ``T0`` the q-th
-    smallest ``formed``, so each of them has ``formed <= T0 + 2 E``: one
-    bound a point, which its ranking pass finds from the formed distances
-    alone. The few that pass are measured by :func:`_sq_distance` and
-    ranked as the direct search ranks them (ties to the smaller index), so
-    the neighbours are the same, bit for bit. A bound that is not finite
-    lets every candidate through.
+    distances of those points to its references, as ``||a||^2 + ||b||^2 -
+    2 a.b`` with ``a = y - c`` and ``b = r - c``, the rows less a centre
+    ``c`` (the mean of :data:`CENTRE_REFS` references), so that the norms
+    are the data's spread, not their distance from the origin. The products
+    are float32 BLAS's (half the time of float64's) where the centred norms
+    allow (:data:`SCREEN_FLOAT32_NORMS`), else float64's; the norms and the
+    rest are float64. The formed distances differ from the direct sum
+    :func:`_sq_distance` by at most ``e = (4 d + 16) u (||a||^2 + ||b||^2)
+    + f``, u the products' unit roundoff (float32's or float64's), and ``f
+    = 4 (d + 2) 2^-126`` for float32's underflow (0 in float64): the
+    product's own bound, ``(d + 2) u ||a|| ||b||``, twice, the rounding of
+    the rows to the products' dtype, ``2 u ||a|| ||b||``, twice, and the
+    float64 sums of the norms and of the direct sum, each below ``(d + 2)
+    2^-53`` times its magnitude. So with ``T`` the q-th smallest ``formed +
+    e`` over a point's candidates, every reference whose direct distance is
+    among its q smallest has ``formed - e <= T``. With ``E`` the bound at
+    the largest ``||b||^2`` of the point's probed cells, ``T <= T0 + E``
+    for ``T0`` the q-th smallest ``formed``, so each of them has ``formed
+    <= T0 + 2 E``: one bound a point, which its ranking pass finds from the
+    formed distances alone. The few that pass are measured by
+    :func:`_sq_distance` on the rows as given and ranked as the direct
+    search ranks them (ties to the smaller index), so the neighbours are the
+    same, bit for bit, whichever the products' dtype. A bound that is not
+    finite lets every candidate through.
     """
     d = Y.shape[1]
     m = cell_start.shape[0] - 1
     n_probe = probes.shape[1]
     q = best_dist.shape[1]
-    scale = (4 * d + 16) * _UNIT_ROUNDOFF
-    # squared norms of the references
-    cc = np.empty(cell_refs.shape[0])
-    for s in prange(cell_refs.shape[0]):
-        cc[s] = _row_sq_norm64(R, cell_refs[s])
+    n = searching.shape[0]
+    n_refs = cell_refs.shape[0]
+    centre = np.empty(d)
+    for t in range(d):
+        centre[t] = 0.0
+    step = max(1, n_refs // CENTRE_REFS)
+    count = 0
+    for s in range(0, n_refs, step):
+        for t in range(d):
+            centre[t] += np.float64(R[cell_refs[s], t])
+        count += 1
+    for t in range(d):
+        centre[t] /= max(count, 1)
+    # centred squared norms of the references and of the searching points
+    cc = np.empty(n_refs)
+    for s in prange(n_refs):
+        cc[s] = _centred_sq_norm(R, cell_refs[s], centre)
+    pp = np.empty(n)
+    for t in prange(n):
+        pp[t] = _centred_sq_norm(Y, searching[t], centre)
+    largest = 0.0
+    for s in range(n_refs):
+        largest = max(largest, cc[s])
+    for t in range(n):
+        largest = max(largest, pp[t])
+    low, high = SCREEN_FLOAT32_NORMS
+    in_float32 = low <= largest <= high
+    unit = _UNIT_ROUNDOFF_32 if in_float32 else _UNIT_ROUNDOFF
+    scale = (4 * d + 16) * unit
+    floor = 4.0 * (d + 2) * _TINY_32 if in_float32 else 0.0
     # each cell's largest: one bound serves all of a point's candidates
     cell_cc_max = np.empty(m)
     for a in prange(m):
@@ -472,7 +531,6 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
             cell_cc_max[a] = max(cell_cc_max[a], cc[s])
     # slot[t, p]: where the t-th searching point's distances to its p-th
     # probed cell start, in the formed distances of its block
-    n = searching.shape[0]
     slot = np.empty((n, n_probe + 1), dtype=np.int64)
     # one buffer for every block (the first is the longest, or as long):
     # fresh pages for each would cost a page fault per 4 KiB of them
@@ -491,9 +549,6 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
         if formed.shape[0] < total:
             formed = np.empty(total)
         first, pair_t, pair_p = _pairs_by_cell(probes, searching[lo:hi], m)  # pair_t from lo
-        pp = np.empty(hi - lo)
-        for t in prange(lo, hi):
-            pp[t - lo] = _row_sq_norm64(Y, searching[t])
         # one task a cell's product with up to PAIR_ROWS of its points, not
         # one a cell: cells are few and uneven (an exact search has ten),
         # and prange gives each thread an equal run of tasks
@@ -504,19 +559,21 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
             v1 = min(v0 + PAIR_ROWS, first[a + 1])
             s0 = cell_start[a]
             size = cell_start[a + 1] - s0
-            C = np.empty((size, d))
-            _gather64(R, cell_refs[s0 : s0 + size], C, cc[:0])
-            P = np.empty((v1 - v0, d))
             rows = np.empty(v1 - v0, dtype=np.int64)  # not lo + pair_t[v0:v1]: an array expression
             for v in range(v0, v1):
                 rows[v - v0] = searching[lo + pair_t[v]]
-            _gather64(Y, rows, P, pp[:0])  # their norms are pp
-            D = np.dot(P, C.T)
-            for v in range(v0, v1):
-                t = pair_t[v]
-                base = slot[lo + t, pair_p[v]]
-                for c in range(size):
-                    formed[base + c] = (pp[t] + cc[s0 + c]) - 2.0 * D[v - v0, c]
+            if in_float32:
+                C32 = np.empty((size, d), dtype=np.float32)
+                _gather_centred(R, cell_refs[s0 : s0 + size], centre, C32)
+                P32 = np.empty((v1 - v0, d), dtype=np.float32)
+                _gather_centred(Y, rows, centre, P32)
+                _form_distances(np.dot(P32, C32.T), pp, cc, s0, lo, v0, pair_t, pair_p, slot, formed)
+            else:
+                C = np.empty((size, d))
+                _gather_centred(R, cell_refs[s0 : s0 + size], centre, C)
+                P = np.empty((v1 - v0, d))
+                _gather_centred(Y, rows, centre, P)
+                _form_distances(np.dot(P, C.T), pp, cc, s0, lo, v0, pair_t, pair_p, slot, formed)
         for t in prange(lo, hi):
             i = searching[t]
             upper = np.empty(q)
@@ -527,7 +584,7 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
                 cc_max = max(cc_max, cell_cc_max[probes[i, p]])
             for c in range(slot[t, 0], slot[t, n_probe]):
                 _keep_smallest(upper, formed[c])
-            top = upper[q - 1] + 2.0 * scale * (pp[t - lo] + cc_max)
+            top = upper[q - 1] + 2.0 * (scale * (pp[t] + cc_max) + floor)
             for p in range(n_probe):
                 s0 = cell_start[probes[i, p]] - slot[t, p]
                 for c in range(slot[t, p], slot[t, p + 1]):
@@ -535,6 +592,18 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
                         j = cell_refs[s0 + c]
                         _insert(best_dist[i], best_idx[i], _sq_distance(Y, i, R, j), j)
         lo = hi
+
+
+@njit(cache=True, nogil=True)
+def _form_distances(D, pp, cc, s0, lo, v0, pair_t, pair_p, slot, formed):
+    """One task's formed distances, ``||a||^2 + ||b||^2 - 2 a.b`` in float64
+    from its products ``D`` (float32 or float64), into their slots of
+    ``formed`` (:func:`search_screened`)."""
+    for v in range(v0, v0 + D.shape[0]):
+        t = pair_t[v]
+        base = slot[lo + t, pair_p[v]]
+        for c in range(D.shape[1]):
+            formed[base + c] = (pp[lo + t] + cc[s0 + c]) - 2.0 * np.float64(D[v - v0, c])
 
 
 #: Relative slack of :func:`search_pruned`'s bound, far above the rounding

@@ -144,6 +144,24 @@ def test_screened_search_beside_far_references_finds_what_the_direct_sums_find(f
     assert np.all(idx >= 0)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("end", [0, 1])
+@pytest.mark.parametrize("inside", [True, False])
+def test_screened_search_at_the_float32_products_ends_finds_what_the_direct_sums_find(dtype, end, inside):
+    # the data scaled so that the largest centred squared norm lies just
+    # inside (float32 products, at their largest or with underflow's floor)
+    # or just outside (float64 products) each end of SCREEN_FLOAT32_NORMS
+    rng = np.random.default_rng(12)
+    base = _many_features(rng, np.float64, 0.0)
+    centred = base - base.mean(axis=0)
+    target = _vote_kernels.SCREEN_FLOAT32_NORMS[end] * (0.5 if inside == (end == 1) else 2.0)
+    Y = (base * np.sqrt(target / np.max(np.sum(centred**2, axis=1)))).astype(dtype)
+    W = Y[rng.choice(Y.shape[0], 5, replace=False)]
+    vote = LabelVote(W, Y, np.zeros(Y.shape[0], dtype=int), 7, 2, n_probe=3)
+    _, (_, idx) = _screened_and_shared_reads(Y, vote, 3, 7, np.arange(Y.shape[0]))
+    assert np.all(idx >= 0)
+
+
 def test_screened_search_splits_a_cell_over_tasks_with_the_same_neighbours():
     # cells probed by more than PAIR_ROWS points take several products
     # (tasks) each; the neighbours are those of the direct sums
