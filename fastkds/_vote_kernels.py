@@ -427,22 +427,35 @@ def _gather64(A, rows, out, norms):
 
 
 @njit(cache=True, nogil=True)
-def _centred_sq_norm(A, i, centre):
-    """The squared norm of row i of ``A`` less ``centre``, summed in float64."""
-    s = 0.0
-    for t in range(A.shape[1]):
-        v = np.float64(A[i, t]) - centre[t]
-        s += v * v
-    return s
+def _spread_mean(R, refs):
+    """The mean of up to :data:`CENTRE_REFS` of the rows ``R[refs]``, evenly
+    spread over them, in float64, as a (1, d) array: the centre of
+    :func:`search_screened`."""
+    d = R.shape[1]
+    centre = np.zeros((1, d))
+    step = max(1, refs.shape[0] // CENTRE_REFS)
+    count = 0
+    for s in range(0, refs.shape[0], step):
+        for t in range(d):
+            centre[0, t] += np.float64(R[refs[s], t])
+        count += 1
+    for t in range(d):
+        centre[0, t] /= max(count, 1)
+    return centre
 
 
 @njit(cache=True, nogil=True)
-def _gather_centred(A, rows, centre, out):
-    """``out[u] = A[rows[u]] - centre``, each difference taken in float64
-    and rounded to ``out``'s dtype."""
+def _centred_products(Y, rows, R, refs, centre, P, C):
+    """``(Y[rows] - centre) (R[refs] - centre)^T`` by one BLAS product in
+    the dtype of the buffers ``P`` and ``C`` (each difference taken in
+    float64 and rounded to it)."""
     for u in range(rows.shape[0]):
-        for t in range(A.shape[1]):
-            out[u, t] = np.float64(A[rows[u], t]) - centre[t]
+        for t in range(Y.shape[1]):
+            P[u, t] = np.float64(Y[rows[u], t]) - centre[0, t]
+    for u in range(refs.shape[0]):
+        for t in range(R.shape[1]):
+            C[u, t] = np.float64(R[refs[u], t]) - centre[0, t]
+    return np.dot(P, C.T)
 
 
 @njit(cache=True, nogil=True)
@@ -495,24 +508,14 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
     q = best_dist.shape[1]
     n = searching.shape[0]
     n_refs = cell_refs.shape[0]
-    centre = np.empty(d)
-    for t in range(d):
-        centre[t] = 0.0
-    step = max(1, n_refs // CENTRE_REFS)
-    count = 0
-    for s in range(0, n_refs, step):
-        for t in range(d):
-            centre[t] += np.float64(R[cell_refs[s], t])
-        count += 1
-    for t in range(d):
-        centre[t] /= max(count, 1)
+    centre = _spread_mean(R, cell_refs)
     # centred squared norms of the references and of the searching points
     cc = np.empty(n_refs)
     for s in prange(n_refs):
-        cc[s] = _centred_sq_norm(R, cell_refs[s], centre)
+        cc[s] = _sq_distance(R, cell_refs[s], centre, 0)
     pp = np.empty(n)
     for t in prange(n):
-        pp[t] = _centred_sq_norm(Y, searching[t], centre)
+        pp[t] = _sq_distance(Y, searching[t], centre, 0)
     largest = 0.0
     for s in range(n_refs):
         largest = max(largest, cc[s])
@@ -562,18 +565,14 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
             rows = np.empty(v1 - v0, dtype=np.int64)  # not lo + pair_t[v0:v1]: an array expression
             for v in range(v0, v1):
                 rows[v - v0] = searching[lo + pair_t[v]]
+            refs = cell_refs[s0 : s0 + size]
             if in_float32:
-                C32 = np.empty((size, d), dtype=np.float32)
-                _gather_centred(R, cell_refs[s0 : s0 + size], centre, C32)
-                P32 = np.empty((v1 - v0, d), dtype=np.float32)
-                _gather_centred(Y, rows, centre, P32)
-                _form_distances(np.dot(P32, C32.T), pp, cc, s0, lo, v0, pair_t, pair_p, slot, formed)
+                P32, C32 = np.empty((v1 - v0, d), dtype=np.float32), np.empty((size, d), dtype=np.float32)
+                D32 = _centred_products(Y, rows, R, refs, centre, P32, C32)
+                _form_distances(D32, pp, cc, s0, lo, v0, pair_t, pair_p, slot, formed)
             else:
-                C = np.empty((size, d))
-                _gather_centred(R, cell_refs[s0 : s0 + size], centre, C)
-                P = np.empty((v1 - v0, d))
-                _gather_centred(Y, rows, centre, P)
-                _form_distances(np.dot(P, C.T), pp, cc, s0, lo, v0, pair_t, pair_p, slot, formed)
+                D = _centred_products(Y, rows, R, refs, centre, np.empty((v1 - v0, d)), np.empty((size, d)))
+                _form_distances(D, pp, cc, s0, lo, v0, pair_t, pair_p, slot, formed)
         for t in prange(lo, hi):
             i = searching[t]
             upper = np.empty(q)
