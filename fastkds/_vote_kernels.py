@@ -211,38 +211,72 @@ def probe_atoms_direct(Y, W, probes):
 
 @njit(parallel=True, cache=True)
 def probe_atoms_screened(Y, W, probes):
-    """:func:`probe_atoms`, the distances screened by one BLAS product per
-    block of points as :func:`search_screened` screens the references':
-    the atoms that can be among the nearest are measured by
-    :func:`_sq_distance`, and the others cannot be."""
+    """:func:`probe_atoms`, the distances screened as :func:`search_screened`
+    screens the references': one product a block of points with every
+    atom, on the rows less a centre (the mean of up to
+    :data:`CENTRE_REFS` atoms), in float32 where the block's centred norms
+    allow; the bound ``E`` at the largest centred norm of the atoms. The
+    atoms that can be among a point's ``probes.shape[1]`` nearest are
+    measured by :func:`_sq_distance`, and the others cannot be, so the
+    probes are those of :func:`probe_atoms_direct`, bit for bit."""
     n, d = Y.shape
     m = W.shape[0]
-    n_probe = probes.shape[1]
-    scale = (4 * d + 16) * _UNIT_ROUNDOFF
-    C = np.empty((m, d))
+    atoms = _span(np.int64(0), m)
+    centre = _spread_mean(W, atoms)
     cc = np.empty(m)
-    _gather64(W, _span(np.int64(0), m), C, cc)
+    for a in range(m):
+        cc[a] = _sq_distance(W, a, centre, 0)
+    cc_max = 0.0
+    for a in range(m):
+        cc_max = max(cc_max, cc[a])
+    # the atoms less the centre in both dtypes: each block takes the one
+    # its own norms allow
+    C = np.empty((m, d))
+    _centred_rows(W, atoms, centre, C)
+    C32 = np.empty((m, d), dtype=np.float32)
+    _centred_rows(W, atoms, centre, C32)
     for blk in prange((n + BLOCK - 1) // BLOCK):
         lo = blk * BLOCK
         hi = min(lo + BLOCK, n)
-        P = np.empty((hi - lo, d))
+        rows = _span(lo, hi)
         pp = np.empty(hi - lo)
-        _gather64(Y, _span(lo, hi), P, pp)
-        D = np.dot(P, C.T)
-        atom_dist = np.empty(m)
-        upper = np.empty(n_probe)
+        largest = cc_max
         for u in range(hi - lo):
-            for p in range(n_probe):
-                upper[p] = np.inf
-            for a in range(m):
-                D[u, a] = (pp[u] + cc[a]) - 2.0 * D[u, a]  # the formed distance
-                _keep_smallest(upper, D[u, a] + scale * (pp[u] + cc[a]))
-            for a in range(m):
-                if D[u, a] - scale * (pp[u] + cc[a]) > upper[n_probe - 1]:
-                    atom_dist[a] = np.inf  # cannot be among the nearest
-                else:
-                    atom_dist[a] = _sq_distance(Y, lo + u, W, a)
-            _probe_atoms(atom_dist, probes[lo + u])
+            pp[u] = _sq_distance(Y, lo + u, centre, 0)
+            largest = max(largest, pp[u])
+        in_float32, scale, floor = _screen_units(largest, d)
+        if in_float32:
+            P32 = np.empty((hi - lo, d), dtype=np.float32)
+            _centred_rows(Y, rows, centre, P32)
+            _probe_formed(np.dot(P32, C32.T), Y, lo, W, pp, cc, cc_max, scale, floor, probes)
+        else:
+            P = np.empty((hi - lo, d))
+            _centred_rows(Y, rows, centre, P)
+            _probe_formed(np.dot(P, C.T), Y, lo, W, pp, cc, cc_max, scale, floor, probes)
+
+
+@njit(cache=True, nogil=True)
+def _probe_formed(D, Y, lo, W, pp, cc, cc_max, scale, floor, probes):
+    """The probes of the points ``lo, lo + 1, ...`` (of squared centred
+    norms ``pp``) from their centred products ``D`` (float32 or float64)
+    with every atom (of squared centred norms ``cc``, the largest
+    ``cc_max``), by :func:`probe_atoms_screened`'s screen."""
+    m = W.shape[0]
+    n_probe = probes.shape[1]
+    formed = np.empty(m)
+    atom_dist = np.empty(m)
+    upper = np.empty(n_probe)
+    for u in range(D.shape[0]):
+        for p in range(n_probe):
+            upper[p] = np.inf
+        for a in range(m):
+            formed[a] = (pp[u] + cc[a]) - 2.0 * np.float64(D[u, a])
+            _keep_smallest(upper, formed[a])
+        top = upper[n_probe - 1] + _screen_margin(scale, floor, pp[u], cc_max)
+        for a in range(m):
+            # not ">": a bound that is not finite lets every atom through
+            atom_dist[a] = np.inf if formed[a] > top else _sq_distance(Y, lo + u, W, a)
+        _probe_atoms(atom_dist, probes[lo + u])
 
 
 def nearest_references(Y, W, R, cell_start, cell_refs, cell_label, probes, neighbours, settled):
@@ -412,21 +446,6 @@ def _cell_tasks(cell_start, first):
 
 
 @njit(cache=True, nogil=True)
-def _gather64(A, rows, out, norms):
-    """``out[u] = A[rows[u]]`` in float64, and ``norms[u]`` its squared norm
-    (none where ``norms`` is empty)."""
-    want = norms.shape[0] > 0
-    for u in range(rows.shape[0]):
-        s = 0.0
-        for t in range(A.shape[1]):
-            v = np.float64(A[rows[u], t])
-            out[u, t] = v
-            s += v * v
-        if want:
-            norms[u] = s
-
-
-@njit(cache=True, nogil=True)
 def _spread_mean(R, refs):
     """The mean of up to :data:`CENTRE_REFS` of the rows ``R[refs]``, evenly
     spread over them, in float64, as a (1, d) array: the centre of
@@ -445,17 +464,44 @@ def _spread_mean(R, refs):
 
 
 @njit(cache=True, nogil=True)
+def _centred_rows(A, rows, centre, out):
+    """``out[u] = A[rows[u]] - centre`` in the dtype of ``out``, each
+    difference taken in float64 and rounded to it."""
+    for u in range(rows.shape[0]):
+        for t in range(A.shape[1]):
+            out[u, t] = np.float64(A[rows[u], t]) - centre[0, t]
+
+
+@njit(cache=True, nogil=True)
 def _centred_products(Y, rows, R, refs, centre, P, C):
     """``(Y[rows] - centre) (R[refs] - centre)^T`` by one BLAS product in
-    the dtype of the buffers ``P`` and ``C`` (each difference taken in
-    float64 and rounded to it)."""
-    for u in range(rows.shape[0]):
-        for t in range(Y.shape[1]):
-            P[u, t] = np.float64(Y[rows[u], t]) - centre[0, t]
-    for u in range(refs.shape[0]):
-        for t in range(R.shape[1]):
-            C[u, t] = np.float64(R[refs[u], t]) - centre[0, t]
+    the dtype of the buffers ``P`` and ``C`` (:func:`_centred_rows`)."""
+    _centred_rows(Y, rows, centre, P)
+    _centred_rows(R, refs, centre, C)
     return np.dot(P, C.T)
+
+
+@njit(cache=True, nogil=True)
+def _screen_units(largest, d):
+    """``(in_float32, scale, floor)`` of the screened products, given the
+    largest squared centred norm among their rows: whether they are formed
+    in float32 (:data:`SCREEN_FLOAT32_NORMS`), and the two terms of their
+    error bound ``e = scale (||a||^2 + ||b||^2) + floor``
+    (:func:`search_screened`)."""
+    low, high = SCREEN_FLOAT32_NORMS
+    in_float32 = low <= largest <= high
+    if in_float32:
+        return True, (4 * d + 16) * _UNIT_ROUNDOFF_32, 4.0 * (d + 2) * _TINY_32
+    return False, (4 * d + 16) * _UNIT_ROUNDOFF, 0.0
+
+
+@njit(cache=True, nogil=True)
+def _screen_margin(scale, floor, pp, cc_max):
+    """``2 E``: how far past the q-th smallest formed distance a point's
+    candidates may lie and still be among its q nearest, ``E`` the error
+    bound at its own squared centred norm ``pp`` and its candidates'
+    largest ``cc_max`` (:func:`search_screened`)."""
+    return 2.0 * (scale * (pp + cc_max) + floor)
 
 
 @njit(cache=True, nogil=True)
@@ -521,11 +567,7 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
         largest = max(largest, cc[s])
     for t in range(n):
         largest = max(largest, pp[t])
-    low, high = SCREEN_FLOAT32_NORMS
-    in_float32 = low <= largest <= high
-    unit = _UNIT_ROUNDOFF_32 if in_float32 else _UNIT_ROUNDOFF
-    scale = (4 * d + 16) * unit
-    floor = 4.0 * (d + 2) * _TINY_32 if in_float32 else 0.0
+    in_float32, scale, floor = _screen_units(largest, d)
     # each cell's largest: one bound serves all of a point's candidates
     cell_cc_max = np.empty(m)
     for a in prange(m):
@@ -583,7 +625,7 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
                 cc_max = max(cc_max, cell_cc_max[probes[i, p]])
             for c in range(slot[t, 0], slot[t, n_probe]):
                 _keep_smallest(upper, formed[c])
-            top = upper[q - 1] + 2.0 * (scale * (pp[t] + cc_max) + floor)
+            top = upper[q - 1] + _screen_margin(scale, floor, pp[t], cc_max)
             for p in range(n_probe):
                 s0 = cell_start[probes[i, p]] - slot[t, p]
                 for c in range(slot[t, p], slot[t, p + 1]):

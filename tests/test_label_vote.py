@@ -184,6 +184,62 @@ def test_many_features_probes_are_the_nearest_atoms(dtype):
     np.testing.assert_array_equal(_probe(Y, W, 6, None), expected[:, :6])
 
 
+def _screened_probes_match_the_direct_ones(Y, W, n_probe):
+    """The screened probes of ``Y`` among ``W``, asserted to be the direct
+    sums' (probe_atoms_direct), bit for bit."""
+    found = []
+    for probe in (_vote_kernels.probe_atoms_screened, _vote_kernels.probe_atoms_direct):
+        probes = np.full((Y.shape[0], n_probe), -1, dtype=np.int64)
+        probe(read_only(Y), read_only(W), probes)
+        found.append(probes)
+    np.testing.assert_array_equal(found[0], found[1])
+    return found[0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("scale", [1e-40, 1e-30, 1e-6, 1e15, 1e18])
+def test_screened_probes_at_any_scale_are_the_direct_ones(dtype, scale):
+    # the atoms' screen as the references': far offsets, subnormal float32
+    # data, tiny and huge norms, repeated atoms (ties to the smaller index)
+    rng = np.random.default_rng(13)
+    Y = (_many_features(rng, np.float64, 0.0) * scale + 3.0 * scale).astype(dtype)
+    if not np.all(np.isfinite(Y)) or np.count_nonzero(Y) < Y.size // 2:
+        pytest.skip(f"{np.dtype(dtype).name} does not hold data at {scale:g}")
+    W = np.vstack([Y[rng.choice(Y.shape[0], 30, replace=False)], Y[:4]])
+    probes = _screened_probes_match_the_direct_ones(Y, W, 5)
+    assert np.all(probes >= 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("end", [0, 1])
+@pytest.mark.parametrize("inside", [True, False])
+def test_screened_probes_at_the_float32_products_ends_are_the_direct_ones(dtype, end, inside):
+    # the largest centred squared norm just inside (float32 products) or
+    # just outside (float64) each end of SCREEN_FLOAT32_NORMS
+    rng = np.random.default_rng(14)
+    base = _many_features(rng, np.float64, 0.0)
+    centred = base - base.mean(axis=0)
+    target = _vote_kernels.SCREEN_FLOAT32_NORMS[end] * (0.5 if inside == (end == 1) else 2.0)
+    Y = (base * np.sqrt(target / np.max(np.sum(centred**2, axis=1)))).astype(dtype)
+    W = Y[rng.choice(Y.shape[0], 30, replace=False)]
+    _screened_probes_match_the_direct_ones(Y, W, 4)
+
+
+@pytest.mark.parametrize("far", [1e3, 1e8, 1e40])
+def test_screened_probes_beside_far_points_and_atoms_are_the_direct_ones(far):
+    # a block of points of which some lie far out takes its products in
+    # float64 at 1e40 (past float32's norms) while the first block's are
+    # float32; a far atom widens every point's bound
+    rng = np.random.default_rng(15)
+    Y = _many_features(rng, np.float64, 0.0)
+    assert Y.shape[0] > _vote_kernels.BLOCK
+    Y[_vote_kernels.BLOCK + 20 :: 7] *= far
+    W = Y[rng.choice(_vote_kernels.BLOCK, 24, replace=False)]
+    _screened_probes_match_the_direct_ones(Y, W, 3)
+    W[5] *= min(far, 1e8)
+    _screened_probes_match_the_direct_ones(Y, W, 3)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("m,n_probe", [(24, 4), (100, 4), (100, 12), (7, 7)])
 def test_few_features_probes_are_the_nearest_atoms(dtype, m, n_probe):
