@@ -87,6 +87,12 @@ def problem(args):
     return Y, 5, settings, title
 
 
+def fits_of(seconds, version, n_jobs):
+    """``{(repeat, seed): seconds}`` of one version's fits on ``n_jobs`` threads,
+    from ``seconds[version, repeat, seed, n_jobs]``."""
+    return {key[1:3]: s for key, s in seconds.items() if key[0] == version and key[3] == n_jobs}
+
+
 def summary(seconds, versions, n_jobs):
     """The table's rows from ``seconds[version, repeat, seed, n_jobs]``: a
     version's summed fit seconds for each thread count, and the speed-ups of
@@ -94,7 +100,7 @@ def summary(seconds, versions, n_jobs):
     rows = []
     first = n_jobs[0]
     for version in versions:
-        fits = {j: {key[1:3]: s for key, s in seconds.items() if key[0] == version and key[3] == j} for j in n_jobs}
+        fits = {j: fits_of(seconds, version, j) for j in n_jobs}
         sums = {j: sum(fits[j].values()) for j in n_jobs}
         row = [version] + [f"{sums[j]:.2f}" for j in n_jobs]
         for j in n_jobs[1:]:
@@ -143,8 +149,7 @@ def main(argv=None):
         print("| " + " | ".join(row) + " |")
     changes = []
     for j in args.n_jobs:
-        base = sum(s for key, s in seconds.items() if key[0] == "base" and key[3] == j)
-        this = sum(s for key, s in seconds.items() if key[0] == "this tree" and key[3] == j)
+        base, this = (sum(fits_of(seconds, version, j).values()) for version in packages)
         changes.append(f"n_jobs={j} {100 * (this / base - 1):+.1f}%")
     print("this tree's summed seconds against the base's: " + ", ".join(changes))
     print("labels and atoms: the same bytes for both versions, every seed and thread count")
