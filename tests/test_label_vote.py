@@ -144,6 +144,16 @@ def test_screened_search_beside_far_references_finds_what_the_direct_sums_find(f
     assert np.all(idx >= 0)
 
 
+def _at_float32_end(rng, dtype, end, inside):
+    """:func:`_many_features` scaled so that their largest squared norm about
+    their mean lies a factor of 2 inside or outside end ``end`` (0: the
+    lower, 1: the upper) of SCREEN_FLOAT32_NORMS."""
+    base = _many_features(rng, np.float64, 0.0)
+    centred = base - base.mean(axis=0)
+    target = _vote_kernels.SCREEN_FLOAT32_NORMS[end] * (0.5 if inside == (end == 1) else 2.0)
+    return (base * np.sqrt(target / np.max(np.sum(centred**2, axis=1)))).astype(dtype)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("end", [0, 1])
 @pytest.mark.parametrize("inside", [True, False])
@@ -152,10 +162,7 @@ def test_screened_search_at_the_float32_products_ends_finds_what_the_direct_sums
     # inside (float32 products, at their largest or with underflow's floor)
     # or just outside (float64 products) each end of SCREEN_FLOAT32_NORMS
     rng = np.random.default_rng(12)
-    base = _many_features(rng, np.float64, 0.0)
-    centred = base - base.mean(axis=0)
-    target = _vote_kernels.SCREEN_FLOAT32_NORMS[end] * (0.5 if inside == (end == 1) else 2.0)
-    Y = (base * np.sqrt(target / np.max(np.sum(centred**2, axis=1)))).astype(dtype)
+    Y = _at_float32_end(rng, dtype, end, inside)
     W = Y[rng.choice(Y.shape[0], 5, replace=False)]
     vote = LabelVote(W, Y, np.zeros(Y.shape[0], dtype=int), 7, 2, n_probe=3)
     _, (_, idx) = _screened_and_shared_reads(Y, vote, 3, 7, np.arange(Y.shape[0]))
@@ -214,14 +221,15 @@ def test_screened_probes_at_any_scale_are_the_direct_ones(dtype, scale):
 @pytest.mark.parametrize("end", [0, 1])
 @pytest.mark.parametrize("inside", [True, False])
 def test_screened_probes_at_the_float32_products_ends_are_the_direct_ones(dtype, end, inside):
-    # the largest centred squared norm just inside (float32 products) or
-    # just outside (float64) each end of SCREEN_FLOAT32_NORMS
+    # the largest squared norm about the atoms' mean (the kernel's centre)
+    # just inside (float32 products) or just outside (float64) each end of
+    # SCREEN_FLOAT32_NORMS
     rng = np.random.default_rng(14)
-    base = _many_features(rng, np.float64, 0.0)
-    centred = base - base.mean(axis=0)
-    target = _vote_kernels.SCREEN_FLOAT32_NORMS[end] * (0.5 if inside == (end == 1) else 2.0)
-    Y = (base * np.sqrt(target / np.max(np.sum(centred**2, axis=1)))).astype(dtype)
+    Y = _at_float32_end(rng, dtype, end, inside)
     W = Y[rng.choice(Y.shape[0], 30, replace=False)]
+    largest = np.max(np.sum((Y.astype(np.float64) - W.astype(np.float64).mean(axis=0)) ** 2, axis=1))
+    low, high = _vote_kernels.SCREEN_FLOAT32_NORMS
+    assert (low <= largest <= high) == inside
     _screened_probes_match_the_direct_ones(Y, W, 4)
 
 
