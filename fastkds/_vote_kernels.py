@@ -136,7 +136,7 @@ SCREEN_MIN_REFS = 12
 
 #: Formed distances held at once by :func:`search_screened` (8 bytes
 #: each): the searching points are taken in blocks of about this many
-#: candidates.
+#: candidates, and of at most this many entries of their centred rows.
 SCREEN_SLOTS = 1 << 22
 
 #: Points per BLAS product of :func:`search_screened` (a cell probed by
@@ -473,12 +473,18 @@ def _centred_rows(A, rows, centre, out):
 
 
 @njit(cache=True, nogil=True)
-def _centred_products(Y, rows, R, refs, centre, P, C):
-    """``(Y[rows] - centre) (R[refs] - centre)^T`` by one BLAS product in
-    the dtype of the buffers ``P`` and ``C`` (:func:`_centred_rows`)."""
-    _centred_rows(Y, rows, centre, P)
-    _centred_rows(R, refs, centre, C)
-    return np.dot(P, C.T)
+def _products_with_rows(P, pair_t, v0, v1, C):
+    """``P[pair_t[v0:v1]] C^T`` by one BLAS product: the rows of ``P`` a
+    view where ``pair_t[v0:v1]`` runs on by one (as an exact search's
+    do: every point probes the one cell), else gathered."""
+    t0 = pair_t[v0]
+    if pair_t[v1 - 1] - t0 == v1 - 1 - v0:  # ascending within a cell, so consecutive
+        return np.dot(P[t0 : t0 + v1 - v0], C.T)
+    rows = np.empty((v1 - v0, P.shape[1]), dtype=P.dtype)
+    for v in range(v0, v1):
+        for t in range(P.shape[1]):
+            rows[v - v0, t] = P[pair_t[v], t]
+    return np.dot(rows, C.T)
 
 
 @njit(cache=True, nogil=True)
@@ -529,7 +535,10 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
     are the data's spread, not their distance from the origin. The products
     are float32 BLAS's (half the time of float64's) where the centred norms
     allow (:data:`SCREEN_FLOAT32_NORMS`), else float64's; the norms and the
-    rest are float64. The formed distances differ from the direct sum
+    rest are float64. The centred rows are formed once in the products'
+    dtype, the references' in cell order (each cell's factor a run of
+    them) and a block's points' as the block begins, so a product gathers
+    at most its points' rows, and none where they run on by one. The formed distances differ from the direct sum
     :func:`_sq_distance` by at most ``e = (4 d + 16) u (||a||^2 + ||b||^2)
     + f``, u the products' unit roundoff (float32's or float64's), and ``f
     = 4 (d + 2) 2^-126`` for float32's underflow (0 in float64): the
@@ -574,6 +583,22 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
         cell_cc_max[a] = 0.0
         for s in range(cell_start[a], cell_start[a + 1]):
             cell_cc_max[a] = max(cell_cc_max[a], cc[s])
+    # the references less the centre, in the products' dtype and in cell
+    # order, once: each cell's factor is then a run of rows, not a gather
+    # for every product that takes it
+    Rc32 = np.empty((n_refs if in_float32 else 0, d), dtype=np.float32)
+    Rc = np.empty((0 if in_float32 else n_refs, d))
+    for b in prange((n_refs + BLOCK - 1) // BLOCK):
+        s0, s1 = b * BLOCK, min(b * BLOCK + BLOCK, n_refs)
+        if in_float32:
+            _centred_rows(R, cell_refs[s0:s1], centre, Rc32[s0:s1])
+        else:
+            _centred_rows(R, cell_refs[s0:s1], centre, Rc[s0:s1])
+    # the same for a block's searching points, in a buffer of as many rows
+    # as a block may hold
+    block_rows = min(n, max(1, SCREEN_SLOTS // d))
+    Pc32 = np.empty((block_rows if in_float32 else 0, d), dtype=np.float32)
+    Pc = np.empty((0 if in_float32 else block_rows, d))
     # slot[t, p]: where the t-th searching point's distances to its p-th
     # probed cell start, in the formed distances of its block
     slot = np.empty((n, n_probe + 1), dtype=np.int64)
@@ -584,7 +609,7 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
     while lo < n:
         hi = lo
         total = 0
-        while hi < n and (hi == lo or total <= SCREEN_SLOTS):
+        while hi < n and (hi == lo or (total <= SCREEN_SLOTS and hi - lo < block_rows)):
             slot[hi, 0] = total
             for p in range(n_probe):
                 a = probes[searching[hi], p]
@@ -593,6 +618,12 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
             hi += 1
         if formed.shape[0] < total:
             formed = np.empty(total)
+        for b in prange((hi - lo + BLOCK - 1) // BLOCK):
+            t0, t1 = lo + b * BLOCK, min(lo + b * BLOCK + BLOCK, hi)
+            if in_float32:
+                _centred_rows(Y, searching[t0:t1], centre, Pc32[t0 - lo : t1 - lo])
+            else:
+                _centred_rows(Y, searching[t0:t1], centre, Pc[t0 - lo : t1 - lo])
         first, pair_t, pair_p = _pairs_by_cell(probes, searching[lo:hi], m)  # pair_t from lo
         # one task a cell's product with up to PAIR_ROWS of its points, not
         # one a cell: cells are few and uneven (an exact search has ten),
@@ -602,18 +633,12 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
             a = task_cell[k]
             v0 = task_start[k]
             v1 = min(v0 + PAIR_ROWS, first[a + 1])
-            s0 = cell_start[a]
-            size = cell_start[a + 1] - s0
-            rows = np.empty(v1 - v0, dtype=np.int64)  # not lo + pair_t[v0:v1]: an array expression
-            for v in range(v0, v1):
-                rows[v - v0] = searching[lo + pair_t[v]]
-            refs = cell_refs[s0 : s0 + size]
+            s0, s1 = cell_start[a], cell_start[a + 1]
             if in_float32:
-                P32, C32 = np.empty((v1 - v0, d), dtype=np.float32), np.empty((size, d), dtype=np.float32)
-                D32 = _centred_products(Y, rows, R, refs, centre, P32, C32)
+                D32 = _products_with_rows(Pc32, pair_t, v0, v1, Rc32[s0:s1])
                 _form_distances(D32, pp, cc, s0, lo, v0, pair_t, pair_p, slot, formed)
             else:
-                D = _centred_products(Y, rows, R, refs, centre, np.empty((v1 - v0, d)), np.empty((size, d)))
+                D = _products_with_rows(Pc, pair_t, v0, v1, Rc[s0:s1])
                 _form_distances(D, pp, cc, s0, lo, v0, pair_t, pair_p, slot, formed)
         for t in prange(lo, hi):
             i = searching[t]

@@ -169,6 +169,21 @@ def test_screened_search_at_the_float32_products_ends_finds_what_the_direct_sums
     assert np.all(idx >= 0)
 
 
+def test_screened_search_of_long_rows_takes_several_blocks_with_the_same_neighbours():
+    # rows so long that a block holds fewer points than search (their
+    # centred rows are bounded by SCREEN_SLOTS entries): the later blocks'
+    # rows sit at their own offsets in the buffer
+    rng = np.random.default_rng(16)
+    d = 2 * _vote_kernels.SCREEN_SLOTS // 300
+    Y = rng.normal(size=(300, d)).astype(np.float32)
+    Y[150:] += 0.5
+    W = Y[rng.choice(Y.shape[0], 3, replace=False)]
+    vote = LabelVote(W, Y, np.zeros(Y.shape[0], dtype=int), 5, 2, n_probe=2)
+    assert Y.shape[0] >= 2 * (_vote_kernels.SCREEN_SLOTS // d)  # two blocks at least
+    _, (_, idx) = _screened_and_shared_reads(Y, vote, 2, 5, np.arange(Y.shape[0]))
+    assert np.all(idx >= 0)
+
+
 def test_screened_search_splits_a_cell_over_tasks_with_the_same_neighbours():
     # cells probed by more than PAIR_ROWS points take several products
     # (tasks) each; the neighbours are those of the direct sums
