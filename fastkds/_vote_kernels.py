@@ -538,10 +538,12 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
     rest are float64. The centred rows are formed once in the products'
     dtype, the references' in cell order (each cell's factor a run of
     them) and a block's points' as the block begins, so a product gathers
-    at most its points' rows, and none where they run on by one. The formed distances differ from the direct sum
-    :func:`_sq_distance` by at most ``e = (4 d + 16) u (||a||^2 + ||b||^2)
-    + f``, u the products' unit roundoff (float32's or float64's), and ``f
-    = 4 (d + 2) 2^-126`` for float32's underflow (0 in float64): the
+    at most its points' rows, and none where they run on by one.
+
+    The formed distances differ from the direct sum :func:`_sq_distance`
+    by at most ``e = (4 d + 16) u (||a||^2 + ||b||^2) + f``, u the
+    products' unit roundoff (float32's or float64's), and ``f = 4 (d + 2)
+    2^-126`` for float32's underflow (0 in float64): the
     product's own bound, ``(d + 2) u ||a|| ||b||``, twice, the rounding of
     the rows to the products' dtype, ``2 u ||a|| ||b||``, twice, and the
     float64 sums of the norms and of the direct sum, each below ``(d + 2)
