@@ -224,10 +224,9 @@ def probe_atoms_screened(Y, W, probes):
     atoms = _span(np.int64(0), m)
     centre = _spread_mean(W, atoms)
     cc = np.empty(m)
-    for a in range(m):
-        cc[a] = _sq_distance(W, a, centre, 0)
     cc_max = 0.0
     for a in range(m):
+        cc[a] = _sq_distance(W, a, centre, 0)
         cc_max = max(cc_max, cc[a])
     # the atoms less the centre in both dtypes: each block takes the one
     # its own norms allow
@@ -473,6 +472,16 @@ def _centred_rows(A, rows, centre, out):
 
 
 @njit(cache=True, nogil=True)
+def _centred_rows_into(A, rows, centre, out32, out64):
+    """:func:`_centred_rows` into ``out32`` where it has rows, else into
+    ``out64``: the one buffer of the products' dtype, the other empty."""
+    if out32.shape[0] > 0:
+        _centred_rows(A, rows, centre, out32)
+    else:
+        _centred_rows(A, rows, centre, out64)
+
+
+@njit(cache=True, nogil=True)
 def _products_with_rows(P, pair_t, v0, v1, C):
     """``P[pair_t[v0:v1]] C^T`` by one BLAS product: the rows of ``P`` a
     view where ``pair_t[v0:v1]`` runs on by one (as an exact search's
@@ -592,10 +601,7 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
     Rc = np.empty((0 if in_float32 else n_refs, d))
     for b in prange((n_refs + BLOCK - 1) // BLOCK):
         s0, s1 = b * BLOCK, min(b * BLOCK + BLOCK, n_refs)
-        if in_float32:
-            _centred_rows(R, cell_refs[s0:s1], centre, Rc32[s0:s1])
-        else:
-            _centred_rows(R, cell_refs[s0:s1], centre, Rc[s0:s1])
+        _centred_rows_into(R, cell_refs[s0:s1], centre, Rc32[s0:s1], Rc[s0:s1])
     # the same for a block's searching points, in a buffer of as many rows
     # as a block may hold
     block_rows = min(n, max(1, SCREEN_SLOTS // d))
@@ -622,10 +628,7 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
             formed = np.empty(total)
         for b in prange((hi - lo + BLOCK - 1) // BLOCK):
             t0, t1 = lo + b * BLOCK, min(lo + b * BLOCK + BLOCK, hi)
-            if in_float32:
-                _centred_rows(Y, searching[t0:t1], centre, Pc32[t0 - lo : t1 - lo])
-            else:
-                _centred_rows(Y, searching[t0:t1], centre, Pc[t0 - lo : t1 - lo])
+            _centred_rows_into(Y, searching[t0:t1], centre, Pc32[t0 - lo : t1 - lo], Pc[t0 - lo : t1 - lo])
         first, pair_t, pair_p = _pairs_by_cell(probes, searching[lo:hi], m)  # pair_t from lo
         # one task a cell's product with up to PAIR_ROWS of its points, not
         # one a cell: cells are few and uneven (an exact search has ten),

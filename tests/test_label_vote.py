@@ -157,16 +157,23 @@ def _at_float32_end(rng, dtype, end, inside):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("end", [0, 1])
 @pytest.mark.parametrize("inside", [True, False])
-def test_screened_search_at_the_float32_products_ends_finds_what_the_direct_sums_find(dtype, end, inside):
+def test_screened_kernels_at_the_float32_products_ends_find_what_the_direct_sums_find(dtype, end, inside):
     # the data scaled so that the largest centred squared norm lies just
     # inside (float32 products, at their largest or with underflow's floor)
-    # or just outside (float64 products) each end of SCREEN_FLOAT32_NORMS
+    # or just outside (float64 products) each end of SCREEN_FLOAT32_NORMS:
+    # the search's neighbours and the probes (about the atoms' mean, the
+    # probes' centre) those of the direct sums
     rng = np.random.default_rng(12)
     Y = _at_float32_end(rng, dtype, end, inside)
     W = Y[rng.choice(Y.shape[0], 5, replace=False)]
     vote = LabelVote(W, Y, np.zeros(Y.shape[0], dtype=int), 7, 2, n_probe=3)
     _, (_, idx) = _screened_and_shared_reads(Y, vote, 3, 7, np.arange(Y.shape[0]))
     assert np.all(idx >= 0)
+    atoms = Y[rng.choice(Y.shape[0], 30, replace=False)]
+    largest = np.max(np.sum((Y.astype(np.float64) - atoms.astype(np.float64).mean(axis=0)) ** 2, axis=1))
+    low, high = _vote_kernels.SCREEN_FLOAT32_NORMS
+    assert (low <= largest <= high) == inside
+    _screened_probes_match_the_direct_ones(Y, atoms, 4)
 
 
 def test_screened_search_of_long_rows_takes_several_blocks_with_the_same_neighbours():
@@ -230,22 +237,6 @@ def test_screened_probes_at_any_scale_are_the_direct_ones(dtype, scale):
     W = np.vstack([Y[rng.choice(Y.shape[0], 30, replace=False)], Y[:4]])
     probes = _screened_probes_match_the_direct_ones(Y, W, 5)
     assert np.all(probes >= 0)
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("end", [0, 1])
-@pytest.mark.parametrize("inside", [True, False])
-def test_screened_probes_at_the_float32_products_ends_are_the_direct_ones(dtype, end, inside):
-    # the largest squared norm about the atoms' mean (the kernel's centre)
-    # just inside (float32 products) or just outside (float64) each end of
-    # SCREEN_FLOAT32_NORMS
-    rng = np.random.default_rng(14)
-    Y = _at_float32_end(rng, dtype, end, inside)
-    W = Y[rng.choice(Y.shape[0], 30, replace=False)]
-    largest = np.max(np.sum((Y.astype(np.float64) - W.astype(np.float64).mean(axis=0)) ** 2, axis=1))
-    low, high = _vote_kernels.SCREEN_FLOAT32_NORMS
-    assert (low <= largest <= high) == inside
-    _screened_probes_match_the_direct_ones(Y, W, 4)
 
 
 @pytest.mark.parametrize("far", [1e3, 1e8, 1e40])
