@@ -741,7 +741,8 @@ def _laplacian_spectrum(affinity, n_vectors, piece):
 
     Each piece contributes an eigenvalue 0, whose eigenvector is known: the
     square roots of its references' degrees. The others come from Lanczos
-    (ARPACK) on ``2 I - L`` with those vectors projected out, up to
+    (ARPACK) on ``2 I - L`` with those vectors projected out, to a relative
+    accuracy of :data:`fastkds._config.VOTE_LANCZOS_TOL` in up to
     :data:`fastkds._config.VOTE_LANCZOS_PRODUCTS` products; where that does
     not converge, from shift-invert ARPACK, whose sparse LU costs little on
     the graphs that defeat Lanczos (low intrinsic dimension, eigenvalues
@@ -777,6 +778,7 @@ def _laplacian_spectrum(affinity, n_vectors, piece):
                 ncv=ncv,
                 v0=projected(v0),
                 maxiter=max(1, _config.VOTE_LANCZOS_PRODUCTS // (ncv - rest)),
+                tol=_config.VOTE_LANCZOS_TOL,
             )
         except ArpackNoConvergence:
             pass

@@ -824,6 +824,43 @@ def test_an_exact_search_takes_the_references_graph_where_it_shows_k_clusters_mo
     assert not _clearer(None, 3, 2.0)  # the eigensolver did not converge
 
 
+def test_the_references_spectrum_by_lanczos_is_the_dense_spectrum(monkeypatch):
+    # a connected kNN graph of five overlapping blobs in 20 features, past
+    # the dense eigensolver's size: Lanczos (stopped at VOTE_LANCZOS_TOL,
+    # not machine precision) gives the dense eigh's eigenvalues, and
+    # eigenvectors of its span, each an eigenvector to within its residual
+    import scipy.sparse.linalg
+    from scipy.linalg import eigh, subspace_angles
+    from scipy.sparse.csgraph import laplacian
+    from sklearn.datasets import make_blobs
+
+    from fastkds.label_vote import _affinity, _laplacian_spectrum
+
+    Y = make_blobs(1500, n_features=20, centers=5, cluster_std=6.0, random_state=0)[0]
+    assert 1500 > _config.VOTE_DENSE_EIGEN
+    nearest = np.argsort(((Y[:, None, :] - Y[None, :, :]) ** 2).sum(axis=2), axis=1, kind="stable")[:, :11]
+    affinity = _affinity(_neighbour_graph(nearest))
+    piece = _pieces_of(affinity)
+    assert piece.max() == 0  # one piece: the four others come from Lanczos
+    tols = []
+    real = scipy.sparse.linalg.eigsh
+
+    def spy(*args, **kwargs):
+        tols.append(kwargs.get("tol", 0))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(scipy.sparse.linalg, "eigsh", spy)
+    mu, vectors = _laplacian_spectrum(affinity, 5, piece)
+    assert tols == [_config.VOTE_LANCZOS_TOL]  # one Lanczos solve, no shift-invert after it
+    L = laplacian(affinity, normed=True).toarray()
+    dense_mu, dense_vectors = eigh(L, subset_by_index=[0, 5])
+    assert dense_mu[5] - dense_mu[4] > 1e-3  # the span of the first five is well apart
+    np.testing.assert_allclose(mu, dense_mu[:5], rtol=0, atol=1e-12)
+    assert subspace_angles(vectors, dense_vectors[:, :5]).max() < 1e-8  # radians
+    residuals = np.linalg.norm(L @ vectors - vectors * mu, axis=0)
+    assert residuals.max() < 10 * _config.VOTE_LANCZOS_TOL
+
+
 def test_the_graphs_labels_that_cut_it_more_than_the_first_are_not_taken():
     # noisy moons: their exact 10-NN graph shows two clusters more clearly
     # than a code graph of ratio 1, but its spectral labels cut a moon, and
