@@ -313,6 +313,52 @@ def check_step(step):
     return check_choice(step, "step", STEPS)
 
 
+def encoder_step(W, step="centred"):
+    """The encoder's step for the dictionary ``W``: the ``alpha_value`` of
+    ``PreparedDictionary(W, lam, n_iter, numpy.float64, step)``, without
+    the rest of its preparation (the step a fit reports as ``step_``).
+
+    Parameters
+    ----------
+    W : ndarray of shape (m, d)
+    step : {"centred", "paper"}, default="centred"
+
+    Returns
+    -------
+    float
+    """
+    W64 = np.asarray(W, dtype=np.float64)
+    sq_norms = np.einsum("ij,ij->i", W64, W64)
+    if check_step(step) == "centred":
+        W64 = W64 - W64.mean(axis=0)
+    return _gram_and_step(W, W64, sq_norms, step, np.dtype(np.float64))[1]
+
+
+def _gram_and_step(W, W64, sq_norms, step, dtype):
+    """``(G64, alpha_value)``: the Gram matrix of ``W64`` (``W`` in float64,
+    less its mean atom with the centred step; ``sq_norms``, ``W``'s squared
+    row norms) and the encoder's step in ``dtype`` (see
+    :class:`PreparedDictionary`)."""
+    # BLAS threads left spinning after these calls would slow the kernels
+    # that follow (see fastkds._config.numba_threads), wherever this runs
+    with single_thread_blas():
+        G64 = W64 @ W64.T
+        top = top_eigenvalue(G64) if W64.size else 0.0
+        if step == "centred":
+            # sigma_max(W - mean atom)^2, held above (eps sigma_max(W))^2: atoms
+            # that coincide to rounding (every code optimal) get a finite step.
+            # A spread any larger is the data's own, whatever their offset
+            # (the kernels work on the centred values), so it sets the step.
+            # sigma_max(W)^2 is at most the sum of the squared norms, so the
+            # floor is needed only below eps^2 of that sum.
+            floor_scale = float(np.finfo(dtype).eps) ** 2
+            if top < floor_scale * sq_norms.sum():
+                Wu = np.asarray(W, dtype=np.float64)
+                top = max(top, floor_scale * top_eigenvalue(Wu @ Wu.T))
+    # A zero dictionary has no gradient from the fit term; any step works.
+    return G64, 1.0 / top if top > 0 else 1.0
+
+
 class PreparedDictionary:
     """A dictionary with what the encoder needs precomputed once.
 
@@ -379,24 +425,7 @@ class PreparedDictionary:
             mu = W64.mean(axis=0)
             W64 = W64 - mu
             self.shift = mu.astype(self.dtype)
-        # BLAS threads left spinning after these calls would slow the kernels
-        # that follow (see fastkds._config.numba_threads), wherever this runs
-        with single_thread_blas():
-            G64 = W64 @ W64.T
-            top = top_eigenvalue(G64) if W64.size else 0.0
-            if step == "centred":
-                # sigma_max(W - mean atom)^2, held above (eps sigma_max(W))^2: atoms
-                # that coincide to rounding (every code optimal) get a finite step.
-                # A spread any larger is the data's own, whatever their offset
-                # (the kernels work on the centred values), so it sets the step.
-                # sigma_max(W)^2 is at most the sum of the squared norms, so the
-                # floor is needed only below eps^2 of that sum.
-                floor_scale = float(np.finfo(self.dtype).eps) ** 2
-                if top < floor_scale * sq_norms.sum():
-                    Wu = np.asarray(W, dtype=np.float64)
-                    top = max(top, floor_scale * top_eigenvalue(Wu @ Wu.T))
-        # A zero dictionary has no gradient from the fit term; any step works.
-        self.alpha_value = 1.0 / top if top > 0 else 1.0
+        G64, self.alpha_value = _gram_and_step(W, W64, sq_norms, step, self.dtype)
         self.alpha = self.dtype.type(self.alpha_value)
         if not np.isfinite(self.alpha):
             raise ValueError(

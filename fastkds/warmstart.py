@@ -17,7 +17,7 @@ from ._config import numba_threads
 from ._validation import check_positive_int
 from .encoding import chunk_rows
 from .exceptions import KDSConvergenceWarning, OffCentreDataWarning, warn
-from .prepared import OFFSET_STEP_RATIO_WARN, PreparedDictionary, offset_step_ratio
+from .prepared import OFFSET_STEP_RATIO_WARN, encoder_step, offset_step_ratio
 from .seeding import kmeans_plusplus_indices
 from .solvers import fit_alternating
 from .sources import random_rows
@@ -337,7 +337,7 @@ def fit_stages(stages, W, p, rng, dtype, display, last_epoch=None):
         )
     return {
         "components_": W.astype(dtype),
-        "step_": PreparedDictionary(W, p["lam"], 1, np.float64, p["step"]).alpha_value,
+        "step_": encoder_step(W, p["step"]),
         "n_iter_": epochs,
         "objective_": np.asarray(history),
     }

@@ -108,6 +108,28 @@ def test_the_step_from_lanczos_is_the_spectral_norms(m, d):
         np.testing.assert_allclose(prep.alpha_value, _naive.step_size(W, step), rtol=1e-12)
 
 
+def test_the_fits_step_is_the_prepared_dictionarys():
+    # encoder_step (a fit's step_) is the float64 prepared dictionary's step,
+    # bit for bit: past and below Lanczos's size, far from the origin, and
+    # for coincident atoms, whose centred step comes from the floor
+    from fastkds.prepared import encoder_step
+
+    rng = np.random.default_rng(3)
+    dictionaries = [
+        rng.normal(size=(300, 20)) + 3.0,
+        rng.normal(size=(12, 5)).astype(np.float32),
+        rng.normal(size=(40, 3)) + 1e6,
+        np.tile(rng.normal(size=(1, 4)), (8, 1)),
+    ]
+    for W in dictionaries:
+        for step in ("centred", "paper"):
+            assert encoder_step(W, step) == PreparedDictionary(W, 0.4, 1, np.float64, step).alpha_value
+    coincident = dictionaries[-1]
+    assert encoder_step(coincident, "centred") > encoder_step(coincident, "paper")  # the floor's, finite
+    with pytest.raises(ValueError, match="step"):
+        encoder_step(coincident, "centered")
+
+
 def test_top_eigenvalue_where_lanczos_cannot_serve(monkeypatch):
     from fastkds import _config
     from fastkds.prepared import top_eigenvalue

@@ -25,7 +25,7 @@ from ..diskcodes import check_out_folder
 from ..encoding import FittedEncoder, chunk_rows
 from ..exceptions import warn
 from ..online import RunningStatistics, online_step
-from ..prepared import PreparedDictionary, check_encoder, check_step
+from ..prepared import PreparedDictionary, check_encoder, check_step, encoder_step
 from ..solvers import SufficientStatistics
 from ..sources import ChunkSource
 from ..unrolled import UnrolledTrainer, fit_unrolled, step_size, theta_from_step
@@ -326,7 +326,7 @@ class KDS(SparseInputMixin, SaveMixin, ClassNamePrefixFeaturesOutMixin, Transfor
                     random_state=state["rng"],
                 )
                 state["W"] = W
-                step = PreparedDictionary(W, p["lam"], 1, np.float64, p["step"]).alpha_value
+                step = encoder_step(W, p["step"])
         fitted.update(
             _stream_state=state,
             components_=W.astype(Y.dtype),
