@@ -62,9 +62,14 @@ class SufficientStatistics:
     """
 
     def __init__(self, n_atoms, n_features, n_candidates=0, random_state=None, *, key=None, row_start=0):
-        self.XtX = np.zeros((n_atoms, n_atoms))
+        self.XtX = np.empty((n_atoms, n_atoms))
         self.s = np.zeros(n_atoms)
-        self.XtY = np.zeros((n_atoms, n_features))
+        self.XtY = np.empty((n_atoms, n_features))
+        # zeroed here, on one thread: np.zeros leaves fresh pages to fault
+        # in where the kernel first writes, and two threads faulting at once
+        # take longer than one (docs/experiments.md, "Page faults on two threads")
+        self.XtX.fill(0.0)
+        self.XtY.fill(0.0)
         self.objective_sum = 0.0
         self.n_samples = 0
         self.n_candidates = n_candidates
