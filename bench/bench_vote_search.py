@@ -37,6 +37,7 @@ exact search a user would reach for, on the same references: the fit's
 
 import functools
 
+import numba
 import numpy as np
 import pytest
 
@@ -66,6 +67,16 @@ def size():
     return min(bench_n(), 10_000)
 
 
+def screened_search(*args):
+    """``search_screened`` on the calling thread's Numba threads."""
+    _vote_kernels.search_screened(*args, numba.get_num_threads())
+
+
+def screened_probes(*args):
+    """``probe_atoms_screened`` on the calling thread's Numba threads."""
+    _vote_kernels.probe_atoms_screened(*args, numba.get_num_threads())
+
+
 def run_search(search, Y, vote, probes):
     dist = np.full((Y.shape[0], NEIGHBOURS), np.inf)
     idx = np.full((Y.shape[0], NEIGHBOURS), -1, dtype=np.int64)
@@ -85,7 +96,7 @@ def run_probe(probe, Y, atoms, out):
 def test_nearest_references(benchmark, impl, per_cell):
     n = size()
     Y, vote, probes = problem(n, per_cell)
-    search = _vote_kernels.search_screened if impl == "screened" else _vote_kernels.search_shared_reads
+    search = screened_search if impl == "screened" else _vote_kernels.search_shared_reads
     run_search(search, Y[:64], vote, probes[:64])  # compile
     found = benchmark.pedantic(run_search, args=(search, Y, vote, probes), rounds=3, iterations=1)
     record(benchmark, n, n_probe=vote.n_probe, n_atoms=vote.atoms.shape[0])
@@ -98,7 +109,7 @@ def test_nearest_references(benchmark, impl, per_cell):
 def test_probe_atoms(benchmark, impl, per_cell):
     n = size()
     Y, vote, probes = problem(n, per_cell)
-    probe = _vote_kernels.probe_atoms_screened if impl == "screened" else _vote_kernels.probe_atoms_direct
+    probe = screened_probes if impl == "screened" else _vote_kernels.probe_atoms_direct
     out = np.empty_like(probes)
     run_probe(probe, Y[:64], vote.atoms, out[:64])  # compile
     benchmark.pedantic(run_probe, args=(probe, Y, vote.atoms, out), rounds=3, iterations=1)
@@ -127,7 +138,7 @@ def real_problem(case):
 @pytest.mark.parametrize("impl", ["screened", "direct sums"])
 def test_nearest_references_real_data(benchmark, impl, per_cell):
     Y, vote, probes = real_problem(per_cell)
-    search = _vote_kernels.search_screened if impl == "screened" else _vote_kernels.search_shared_reads
+    search = screened_search if impl == "screened" else _vote_kernels.search_shared_reads
     run_search(search, Y[:8], vote, probes[:8])  # compile
     found = benchmark.pedantic(run_search, args=(search, Y, vote, probes), rounds=5, iterations=1)
     record(benchmark, Y.shape[0], n_probe=vote.n_probe, n_atoms=vote.atoms.shape[0])

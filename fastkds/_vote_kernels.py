@@ -20,8 +20,11 @@ so each is a leaf that only indexes the arrays it is given, as the helpers
 of :mod:`fastkds._shared_kernels` are.
 """
 
+import numba
 import numpy as np
 from numba import njit, prange
+
+from ._kernels import CLAIM_ROWS, block_counter, claim_block
 
 #: Points per block of the parallel loops (each block allocates its scratch once).
 BLOCK = 256
@@ -178,7 +181,7 @@ def probe_atoms(Y, W, probes):
     if Y.shape[1] <= FEW_FEATURES or 2 * probes.shape[1] >= W.shape[0]:
         probe_atoms_direct(Y, W, probes)
     else:
-        probe_atoms_screened(Y, W, probes)
+        probe_atoms_screened(Y, W, probes, numba.get_num_threads())
 
 
 @njit(parallel=True, cache=True)
@@ -210,7 +213,7 @@ def probe_atoms_direct(Y, W, probes):
 
 
 @njit(parallel=True, cache=True)
-def probe_atoms_screened(Y, W, probes):
+def probe_atoms_screened(Y, W, probes, n_threads):
     """:func:`probe_atoms`, the distances screened as :func:`search_screened`
     screens the references': one product a block of points with every
     atom, on the rows less a centre (the mean of up to
@@ -218,7 +221,9 @@ def probe_atoms_screened(Y, W, probes):
     allow; the bound ``E`` at the largest centred norm of the atoms. The
     atoms that can be among a point's ``probes.shape[1]`` nearest are
     measured by :func:`_sq_distance`, and the others cannot be, so the
-    probes are those of :func:`probe_atoms_direct`, bit for bit."""
+    probes are those of :func:`probe_atoms_direct`, bit for bit. The
+    ``n_threads`` threads claim the blocks of points
+    (:func:`fastkds._kernels.claim_block`)."""
     n, d = Y.shape
     m = W.shape[0]
     atoms = _span(np.int64(0), m)
@@ -234,24 +239,30 @@ def probe_atoms_screened(Y, W, probes):
     _centred_rows(W, atoms, centre, C)
     C32 = np.empty((m, d), dtype=np.float32)
     _centred_rows(W, atoms, centre, C32)
-    for blk in prange((n + BLOCK - 1) // BLOCK):
-        lo = blk * BLOCK
-        hi = min(lo + BLOCK, n)
-        rows = _span(lo, hi)
-        pp = np.empty(hi - lo)
-        largest = cc_max
-        for u in range(hi - lo):
-            pp[u] = _sq_distance(Y, lo + u, centre, 0)
-            largest = max(largest, pp[u])
-        in_float32, scale, floor = _screen_units(largest, d)
-        if in_float32:
-            P32 = np.empty((hi - lo, d), dtype=np.float32)
-            _centred_rows(Y, rows, centre, P32)
-            _probe_formed(np.dot(P32, C32.T), Y, lo, W, pp, cc, cc_max, scale, floor, probes)
-        else:
-            P = np.empty((hi - lo, d))
-            _centred_rows(Y, rows, centre, P)
-            _probe_formed(np.dot(P, C.T), Y, lo, W, pp, cc, cc_max, scale, floor, probes)
+    # blocks claimed as the threads come free (fastkds._kernels.claim_block)
+    n_blocks = (n + BLOCK - 1) // BLOCK
+    counter = block_counter()
+    for _ in prange(n_threads):
+        blk = claim_block(counter)
+        while blk < n_blocks:
+            lo = blk * BLOCK
+            hi = min(lo + BLOCK, n)
+            rows = _span(lo, hi)
+            pp = np.empty(hi - lo)
+            largest = cc_max
+            for u in range(hi - lo):
+                pp[u] = _sq_distance(Y, lo + u, centre, 0)
+                largest = max(largest, pp[u])
+            in_float32, scale, floor = _screen_units(largest, d)
+            if in_float32:
+                P32 = np.empty((hi - lo, d), dtype=np.float32)
+                _centred_rows(Y, rows, centre, P32)
+                _probe_formed(np.dot(P32, C32.T), Y, lo, W, pp, cc, cc_max, scale, floor, probes)
+            else:
+                P = np.empty((hi - lo, d))
+                _centred_rows(Y, rows, centre, P)
+                _probe_formed(np.dot(P, C.T), Y, lo, W, pp, cc, cc_max, scale, floor, probes)
+            blk = claim_block(counter)
 
 
 @njit(cache=True, nogil=True)
@@ -309,13 +320,13 @@ def nearest_references(Y, W, R, cell_start, cell_refs, cell_label, probes, neigh
     if W.shape[0] == 1 and cell_refs.shape[0] >= SCREEN_MIN_REFS:
         # one cell (an exact search): each block's product spans every
         # reference, and pays for its gathering at any number of features
-        search_screened(*args)
+        search_screened(*args, numba.get_num_threads())
     elif Y.shape[1] <= FEW_FEATURES:
         search_direct(*args)
     elif cell_refs.shape[0] < SCREEN_MIN_REFS * W.shape[0]:
         search_shared_reads(*args)
     else:
-        search_screened(*args)
+        search_screened(*args, numba.get_num_threads())
     search_alone(Y, W, R, cell_start, cell_refs, probes.shape[1], np.flatnonzero(alone), best_dist, neighbours)
 
 
@@ -533,7 +544,7 @@ def _keep_smallest(values, v):
 
 
 @njit(parallel=True, cache=True)
-def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, best_idx):
+def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, best_idx, n_threads):
     """:func:`search_direct` for long rows, screened by BLAS products.
 
     For each cell, products (one a part of up to :data:`PAIR_ROWS` of the
@@ -567,6 +578,10 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
     search ranks them (ties to the smaller index), so the neighbours are the
     same, bit for bit, whichever the products' dtype. A bound that is not
     finite lets every candidate through.
+
+    The ``n_threads`` threads claim the products and the points' rankings
+    (:func:`fastkds._kernels.claim_block`), so the neighbours do not
+    depend on which thread takes which, or on how many there are.
     """
     d = Y.shape[1]
     m = cell_start.shape[0] - 1
@@ -588,12 +603,18 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
     for t in range(n):
         largest = max(largest, pp[t])
     in_float32, scale, floor = _screen_units(largest, d)
-    # each cell's largest: one bound serves all of a point's candidates
+    # each cell's largest, and each point's over its probed cells: one
+    # bound serves all of a point's candidates
     cell_cc_max = np.empty(m)
     for a in prange(m):
         cell_cc_max[a] = 0.0
         for s in range(cell_start[a], cell_start[a + 1]):
             cell_cc_max[a] = max(cell_cc_max[a], cc[s])
+    cc_max = np.empty(n)
+    for t in prange(n):
+        cc_max[t] = 0.0
+        for p in range(n_probe):
+            cc_max[t] = max(cc_max[t], cell_cc_max[probes[searching[t], p]])
     # the references less the centre, in the products' dtype and in cell
     # order, once: each cell's factor is then a run of rows, not a gather
     # for every product that takes it
@@ -631,38 +652,54 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
             _centred_rows_into(Y, searching[t0:t1], centre, Pc32[t0 - lo : t1 - lo], Pc[t0 - lo : t1 - lo])
         first, pair_t, pair_p = _pairs_by_cell(probes, searching[lo:hi], m)  # pair_t from lo
         # one task a cell's product with up to PAIR_ROWS of its points, not
-        # one a cell: cells are few and uneven (an exact search has ten),
-        # and prange gives each thread an equal run of tasks
+        # one a cell: cells are few and uneven (an exact search has ten);
+        # the tasks, then the points' rankings by CLAIM_ROWS, are claimed as
+        # the threads come free (fastkds._kernels.claim_block)
         task_cell, task_start = _cell_tasks(cell_start, first)
-        for k in prange(task_cell.shape[0]):
-            a = task_cell[k]
-            v0 = task_start[k]
-            v1 = min(v0 + PAIR_ROWS, first[a + 1])
-            s0, s1 = cell_start[a], cell_start[a + 1]
-            if in_float32:
-                D32 = _products_with_rows(Pc32, pair_t, v0, v1, Rc32[s0:s1])
-                _form_distances(D32, pp, cc, s0, lo, v0, pair_t, pair_p, slot, formed)
-            else:
-                D = _products_with_rows(Pc, pair_t, v0, v1, Rc[s0:s1])
-                _form_distances(D, pp, cc, s0, lo, v0, pair_t, pair_p, slot, formed)
-        for t in prange(lo, hi):
-            i = searching[t]
+        counter = block_counter()
+        for _ in prange(n_threads):
+            k = claim_block(counter)
+            while k < task_cell.shape[0]:
+                a = task_cell[k]
+                v0 = task_start[k]
+                v1 = min(v0 + PAIR_ROWS, first[a + 1])
+                s0, s1 = cell_start[a], cell_start[a + 1]
+                if in_float32:
+                    D32 = _products_with_rows(Pc32, pair_t, v0, v1, Rc32[s0:s1])
+                    _form_distances(D32, pp, cc, s0, lo, v0, pair_t, pair_p, slot, formed)
+                else:
+                    D = _products_with_rows(Pc, pair_t, v0, v1, Rc[s0:s1])
+                    _form_distances(D, pp, cc, s0, lo, v0, pair_t, pair_p, slot, formed)
+                k = claim_block(counter)
+        counter = block_counter()
+        for _ in prange(n_threads):
             upper = np.empty(q)
-            for c in range(q):  # not np.full (see fastkds._kernels)
-                upper[c] = np.inf
-            cc_max = 0.0
-            for p in range(n_probe):
-                cc_max = max(cc_max, cell_cc_max[probes[i, p]])
-            for c in range(slot[t, 0], slot[t, n_probe]):
-                _keep_smallest(upper, formed[c])
-            top = upper[q - 1] + _screen_margin(scale, floor, pp[t], cc_max)
-            for p in range(n_probe):
-                s0 = cell_start[probes[i, p]] - slot[t, p]
-                for c in range(slot[t, p], slot[t, p + 1]):
-                    if not (formed[c] > top):
-                        j = cell_refs[s0 + c]
-                        _insert(best_dist[i], best_idx[i], _sq_distance(Y, i, R, j), j)
+            g = claim_block(counter)
+            while lo + g * CLAIM_ROWS < hi:
+                for t in range(lo + g * CLAIM_ROWS, min(lo + (g + 1) * CLAIM_ROWS, hi)):
+                    i = searching[t]
+                    top = _formed_top(formed, slot[t], upper) + _screen_margin(scale, floor, pp[t], cc_max[t])
+                    for p in range(n_probe):
+                        s0 = cell_start[probes[i, p]] - slot[t, p]
+                        for c in range(slot[t, p], slot[t, p + 1]):
+                            if not (formed[c] > top):
+                                j = cell_refs[s0 + c]
+                                _insert(best_dist[i], best_idx[i], _sq_distance(Y, i, R, j), j)
+                g = claim_block(counter)
         lo = hi
+
+
+@njit(cache=True, nogil=True)
+def _formed_top(formed, slot_t, upper):
+    """The q-th smallest (q = ``len(upper)``, a scratch array) of one
+    point's formed distances, ``formed[slot_t[0]:slot_t[-1]]``: inf where
+    there are fewer (:func:`search_screened`)."""
+    q = upper.shape[0]
+    for c in range(q):  # not np.full (see fastkds._kernels)
+        upper[c] = np.inf
+    for c in range(slot_t[0], slot_t[slot_t.shape[0] - 1]):
+        _keep_smallest(upper, formed[c])
+    return upper[q - 1]
 
 
 @njit(cache=True, nogil=True)
