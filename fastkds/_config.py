@@ -159,10 +159,9 @@ VOTE_LANCZOS_PRODUCTS = 500
 
 #: Relative accuracy at which that Lanczos stops (ARPACK's ``tol``; 0, its
 #: default, is machine precision). Its eigenvectors feed k-means and its
-#: eigenvalues the eigengap test: at 1e-8 the eigenvalues still agree with
-#: machine precision's to about 1e-14 and the eigenvectors' span to
-#: within about 1e-7 radians, far below what either can tell apart, in
-#: about 60% of the products (docs/experiments.md, "The eleventh session").
+#: eigenvalues an eigengap ratio, neither of which can tell apart what
+#: lies below it, and machine precision costs two-thirds more products
+#: (docs/experiments.md, "The eleventh session").
 VOTE_LANCZOS_TOL = 1e-8
 
 #: Rows of the embedding labelled (or codes embedded) at once by the last
