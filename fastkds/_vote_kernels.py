@@ -277,12 +277,9 @@ def _probe_formed(D, Y, lo, W, pp, cc, cc_max, scale, floor, probes):
     atom_dist = np.empty(m)
     upper = np.empty(n_probe)
     for u in range(D.shape[0]):
-        for p in range(n_probe):
-            upper[p] = np.inf
         for a in range(m):
             formed[a] = (pp[u] + cc[a]) - 2.0 * np.float64(D[u, a])
-            _keep_smallest(upper, formed[a])
-        top = upper[n_probe - 1] + _screen_margin(scale, floor, pp[u], cc_max)
+        top = _qth_smallest(formed, 0, m, upper) + _screen_margin(scale, floor, pp[u], cc_max)
         for a in range(m):
             # not ">": a bound that is not finite lets every atom through
             atom_dist[a] = np.inf if formed[a] > top else _sq_distance(Y, lo + u, W, a)
@@ -603,18 +600,12 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
     for t in range(n):
         largest = max(largest, pp[t])
     in_float32, scale, floor = _screen_units(largest, d)
-    # each cell's largest, and each point's over its probed cells: one
-    # bound serves all of a point's candidates
+    # each cell's largest: one bound serves all of a point's candidates
     cell_cc_max = np.empty(m)
     for a in prange(m):
         cell_cc_max[a] = 0.0
         for s in range(cell_start[a], cell_start[a + 1]):
             cell_cc_max[a] = max(cell_cc_max[a], cc[s])
-    cc_max = np.empty(n)
-    for t in prange(n):
-        cc_max[t] = 0.0
-        for p in range(n_probe):
-            cc_max[t] = max(cc_max[t], cell_cc_max[probes[searching[t], p]])
     # the references less the centre, in the products' dtype and in cell
     # order, once: each cell's factor is then a run of rows, not a gather
     # for every product that takes it
@@ -678,7 +669,11 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
             while lo + g * CLAIM_ROWS < hi:
                 for t in range(lo + g * CLAIM_ROWS, min(lo + (g + 1) * CLAIM_ROWS, hi)):
                     i = searching[t]
-                    top = _formed_top(formed, slot[t], upper) + _screen_margin(scale, floor, pp[t], cc_max[t])
+                    cc_max = 0.0
+                    for p in range(n_probe):
+                        cc_max = max(cc_max, cell_cc_max[probes[i, p]])
+                    top = _qth_smallest(formed, slot[t, 0], slot[t, n_probe], upper)
+                    top += _screen_margin(scale, floor, pp[t], cc_max)
                     for p in range(n_probe):
                         s0 = cell_start[probes[i, p]] - slot[t, p]
                         for c in range(slot[t, p], slot[t, p + 1]):
@@ -690,15 +685,15 @@ def search_screened(Y, R, cell_start, cell_refs, probes, searching, best_dist, b
 
 
 @njit(cache=True, nogil=True)
-def _formed_top(formed, slot_t, upper):
-    """The q-th smallest (q = ``len(upper)``, a scratch array) of one
-    point's formed distances, ``formed[slot_t[0]:slot_t[-1]]``: inf where
-    there are fewer (:func:`search_screened`)."""
+def _qth_smallest(values, lo, hi, upper):
+    """The q-th smallest of ``values[lo:hi]``, q = ``len(upper)`` (a
+    scratch array): inf where there are fewer. The screens' threshold
+    before its margin (a point's formed distances)."""
     q = upper.shape[0]
     for c in range(q):  # not np.full (see fastkds._kernels)
         upper[c] = np.inf
-    for c in range(slot_t[0], slot_t[slot_t.shape[0] - 1]):
-        _keep_smallest(upper, formed[c])
+    for c in range(lo, hi):
+        _keep_smallest(upper, values[c])
     return upper[q - 1]
 
 
